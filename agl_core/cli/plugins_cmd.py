@@ -1,0 +1,131 @@
+"""``agl plugins``: see which plugins are installed, what they provide, and what is broken."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from agl_core.plugins import PluginManager, PluginRecord
+
+RECORD_SCHEMA_VERSION = 1
+"""Version of the ``agl plugins list --json`` record schema (documented in docs/plugins.md)."""
+
+
+def plugin_record_json(manager: PluginManager, record: PluginRecord) -> dict[str, Any]:
+    """The stable JSON record of one plugin."""
+    return {
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "name": record.name,
+        "distribution": record.distribution,
+        "version": record.version,
+        "status": record.status,
+        "builtin": record.builtin,
+        "hooks": list(record.hooks),
+        "provides": manager.provides(record.name),
+        "error": record.error.to_json() if record.error else None,
+        "disabled_reason": record.disabled_reason,
+    }
+
+
+def _provides_text(items: list[dict[str, Any]]) -> str:
+    if not items:
+        return "-"
+    parts = []
+    for item in items:
+        label = f"{item['kind']}:{item['name']}"
+        if item.get("missing"):
+            label += " (needs " + ", ".join(item["missing"]) + ")"
+        parts.append(label)
+    return ", ".join(parts)
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for index, row in enumerate(rows):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+        if index == 0:
+            lines.append("-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+@click.group(name="plugins")
+def plugins_group() -> None:
+    """Inspect installed agl plugins."""
+
+
+@plugins_group.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON records (schema in docs/plugins.md).")
+@click.option("--all", "show_all", is_flag=True, help="Include the core's built-in components.")
+@click.pass_obj
+def list_plugins(manager: PluginManager, as_json: bool, show_all: bool) -> None:
+    """List plugins: name, distribution, version, status and what each provides."""
+    records = [r for r in manager.records() if show_all or not r.builtin]
+    if as_json:
+        click.echo(json.dumps([plugin_record_json(manager, r) for r in records], indent=2))
+        return
+    if not records:
+        click.echo("No agl plugins installed. (Use --all to see the core's built-in components.)")
+        return
+    rows = [["Name", "Distribution", "Version", "Status", "Provides"]]
+    for r in records:
+        status = r.status if r.status != "disabled" else f"disabled ({r.disabled_reason})"
+        rows.append(
+            [
+                r.name,
+                r.distribution or "-",
+                r.version or "-",
+                status,
+                _provides_text(manager.provides(r.name)),
+            ]
+        )
+    click.echo(_table(rows))
+    _echo_problems(manager, records)
+
+
+def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
+    failed = [r for r in records if r.status == "failed"]
+    unmet = [
+        (r, item)
+        for r in records
+        if r.status == "ok"
+        for item in manager.provides(r.name)
+        if item.get("missing")
+    ]
+    if failed:
+        click.echo("")
+        click.echo(f"{len(failed)} plugin{'s' if len(failed) > 1 else ''} failed to load:")
+        for r in failed:
+            assert r.error is not None
+            click.echo(
+                f"  {r.name} ({r.distribution or '?'} {r.version or '?'}) at {r.error.stage}: "
+                f"{r.error.type}: {r.error.message}"
+            )
+            if r.error.hint:
+                click.echo(f"    hint: {r.error.hint}")
+    if unmet:
+        click.echo("")
+        click.echo("Components whose requirements are not installed:")
+        for r, item in unmet:
+            needs = ", ".join(item["missing"])
+            dist = r.distribution or r.name
+            click.echo(f"  {item['kind']} {item['name']} ({dist}) needs {needs}")
+            click.echo(f"    hint: pip install {' '.join(repr(m.split(' (')[0]) for m in item['missing'])}")
+    return len(failed) + len(unmet)
+
+
+@plugins_group.command(name="check")
+@click.pass_obj
+def check_plugins(manager: PluginManager) -> None:
+    """Exit with status 1 if any plugin failed or any requirement is missing (for CI)."""
+    records = manager.records()
+    problems = _echo_problems(manager, records)
+    ok = sum(1 for r in records if r.status == "ok")
+    disabled = sum(1 for r in records if r.status == "disabled")
+    if problems:
+        click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
+        raise SystemExit(1)
+    click.echo(f"plugins check: {ok} plugin(s) ok, {disabled} disabled, no problems.")

@@ -1,0 +1,398 @@
+"""Plugin discovery and isolation.
+
+Plugins are found through entry points in group ``agl``. Each one is imported, validated and
+asked to register on its own: a plugin that fails to import, uses an unknown hook or argument,
+raises while registering, or claims a name another plugin owns is rolled back and recorded with
+the stage where it failed. The core and every other plugin keep working.
+
+Environment switches:
+
+* ``AGL_PLUGINS_STRICT=1``: raise :class:`~agl_core.errors.PluginLoadError` instead of recording.
+* ``AGL_DISABLE_PLUGINS=a,b``: skip these plugins (entry-point or distribution names);
+  ``*`` skips every third-party plugin.
+* ``AGL_LOAD_PLUGINS=a,b``: load only these; an empty value loads none.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import os
+import threading
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+import pluggy
+
+from agl_core import hookspecs
+from agl_core.errors import PluginLoadError
+from agl_core.registry import COMPONENT_KINDS, Registry
+
+if TYPE_CHECKING:
+    import click
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
+STRICT_ENV = "AGL_PLUGINS_STRICT"
+DISABLE_ENV = "AGL_DISABLE_PLUGINS"
+LOAD_ENV = "AGL_LOAD_PLUGINS"
+
+PluginStatus = Literal["ok", "failed", "disabled"]
+
+_REGISTER_HOOKS: dict[str, str] = {f"agl_register_{kind}s": kind for kind in COMPONENT_KINDS}
+_KNOWN_HOOKS = (*_REGISTER_HOOKS, "agl_register_commands")
+
+
+class EntryPointLike(Protocol):
+    """What the loader needs from an entry point (``importlib.metadata.EntryPoint`` fits)."""
+
+    name: str
+    value: str
+
+    def load(self) -> Any: ...
+
+
+@dataclass
+class PluginFailure:
+    """Why a plugin failed: the exception and the stage it happened in."""
+
+    type: str
+    message: str
+    stage: str
+    hint: str | None = None
+    traceback: str = field(default="", repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form (the traceback is left out)."""
+        return {"type": self.type, "message": self.message, "stage": self.stage, "hint": self.hint}
+
+
+@dataclass
+class PluginRecord:
+    """What the loader knows about one plugin."""
+
+    name: str
+    distribution: str | None = None
+    version: str | None = None
+    status: PluginStatus = "ok"
+    builtin: bool = False
+    hooks: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    error: PluginFailure | None = None
+    disabled_reason: str | None = None
+
+
+def _env_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _install_hint(exc: BaseException, distribution: str | None) -> str | None:
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        top = exc.name.split(".")[0]
+        fix = f"pip install {top}" if top != (distribution or "").replace("-", "_") else None
+        parts = [f"install the missing package ({fix})" if fix else "reinstall the plugin"]
+        if distribution:
+            parts.append(f"or reinstall {distribution}")
+        return " ".join(parts) + "; run with AGL_PLUGINS_STRICT=1 for the traceback"
+    return "run with AGL_PLUGINS_STRICT=1 for the traceback"
+
+
+class _AglPluggyManager(pluggy.PluginManager):
+    """pluggy manager that also treats unmarked ``agl_register_*`` functions as hook impls."""
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith("agl_register_") and callable(getattr(plugin, name, None)):
+            return {
+                "wrapper": False,
+                "hookwrapper": False,
+                "optionalhook": False,
+                "tryfirst": False,
+                "trylast": False,
+                "specname": None,
+            }
+        return opts
+
+
+class PluginManager:
+    """Loads plugins, isolates failures and owns one :class:`Registry` per component kind.
+
+    Args:
+        strict: raise on the first plugin failure (default: ``AGL_PLUGINS_STRICT``).
+        builtins: register the core's built-in components (memory/SQLite stores, ...).
+    """
+
+    def __init__(self, *, strict: bool | None = None, builtins: bool = True) -> None:
+        self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
+        self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        self._registries: dict[str, Registry[Any]] = {
+            kind: Registry(kind, hint=self._failure_hint) for kind in COMPONENT_KINDS
+        }
+        self._records: dict[str, PluginRecord] = {}
+        self._lock = threading.RLock()
+        if builtins:
+            from agl_core import __version__, _builtins
+
+            self.register(_builtins, name="core", distribution="agl-core", version=__version__, builtin=True)
+
+    # -- public API --------------------------------------------------------------------------
+
+    def registry(self, kind: str) -> Registry[Any]:
+        """The registry of one component kind (``"algorithm"``, ``"store"``, ...)."""
+        try:
+            return self._registries[kind]
+        except KeyError:
+            raise ValueError(
+                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
+            ) from None
+
+    @property
+    def registries(self) -> dict[str, Registry[Any]]:
+        """Every registry by kind."""
+        return dict(self._registries)
+
+    def records(self) -> list[PluginRecord]:
+        """Every plugin the manager has seen (ok, failed or disabled), built-ins first."""
+        return sorted(self._records.values(), key=lambda r: (not r.builtin, r.name))
+
+    def record(self, name: str) -> PluginRecord:
+        """The record of one plugin."""
+        return self._records[name]
+
+    def provides(self, name: str) -> list[dict[str, Any]]:
+        """Components and commands a plugin registered."""
+        items = [
+            entry.describe()
+            for registry in self._registries.values()
+            for entry in registry.entries()
+            if entry.plugin == name
+        ]
+        record = self._records.get(name)
+        if record is not None:
+            items.extend({"kind": "command", "name": cmd} for cmd in record.commands)
+        return items
+
+    def register(
+        self,
+        plugin: Any,
+        name: str | None = None,
+        *,
+        distribution: str | None = None,
+        version: str | None = None,
+        builtin: bool = False,
+    ) -> PluginRecord:
+        """Register one plugin object and run its registration hooks, isolated from the rest.
+
+        Returns the plugin's record; on failure its status is ``failed`` (or, in strict mode,
+        :class:`~agl_core.errors.PluginLoadError` is raised) and nothing it added remains.
+        """
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        with self._lock:
+            if name in self._records and self._records[name].status == "ok":
+                raise ValueError(f"An agl plugin named {name!r} is already registered.")
+            record = PluginRecord(name=name, distribution=distribution, version=version, builtin=builtin)
+            self._records[name] = record
+            stage = "validate"
+            try:
+                self._check_hook_names(plugin, name)
+                self._pm.register(plugin, name=name)
+                record.hooks = sorted(hc.name for hc in self._pm.get_hookcallers(plugin) or [])
+                for hook_name, kind in _REGISTER_HOOKS.items():
+                    if hook_name in record.hooks:
+                        stage = hook_name
+                        self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
+            except Exception as exc:
+                self._fail(record, plugin, stage, exc)
+            return record
+
+    def load_entrypoints(self, entry_points: Iterable[EntryPointLike] | None = None) -> list[PluginRecord]:
+        """Load third-party plugins from entry points (group ``agl``), honouring the env switches."""
+        if entry_points is None:
+            from importlib.metadata import entry_points as _eps
+
+            entry_points = list(_eps(group=ENTRY_POINT_GROUP))
+        disabled = set(_env_list(os.environ.get(DISABLE_ENV, "")))
+        allow_raw = os.environ.get(LOAD_ENV)
+        allowed = set(_env_list(allow_raw)) if allow_raw is not None else None
+        seen: set[str] = set()
+        loaded: list[PluginRecord] = []
+        for ep in entry_points:
+            dist = getattr(ep, "dist", None)
+            dist_name = getattr(dist, "name", None) if dist is not None else None
+            dist_version = getattr(dist, "version", None) if dist is not None else None
+            labels = {ep.name, *([dist_name] if dist_name else [])}
+            seen |= labels
+            if ep.name in self._records and self._records[ep.name].status == "ok":
+                continue
+            reason = None
+            if "*" in disabled or labels & disabled:
+                reason = f"{DISABLE_ENV}={os.environ.get(DISABLE_ENV, '')}"
+            elif allowed is not None and not labels & allowed:
+                reason = f"not in {LOAD_ENV}={allow_raw}"
+            if reason is not None:
+                record = PluginRecord(
+                    name=ep.name,
+                    distribution=dist_name,
+                    version=dist_version,
+                    status="disabled",
+                    disabled_reason=reason,
+                )
+                self._records[ep.name] = record
+                loaded.append(record)
+                continue
+            try:
+                module = ep.load()
+            except Exception as exc:
+                record = PluginRecord(name=ep.name, distribution=dist_name, version=dist_version)
+                self._records[ep.name] = record
+                self._fail(record, None, "import", exc)
+                loaded.append(record)
+                continue
+            loaded.append(self.register(module, name=ep.name, distribution=dist_name, version=dist_version))
+        for wanted in sorted((allowed or set()) - seen):
+            logger.warning("agl: plugin %r from %s could not be found", wanted, LOAD_ENV)
+        return loaded
+
+    def add_commands(self, cli: click.Group) -> None:
+        """Let every healthy plugin add its subcommands to ``cli``, one plugin at a time."""
+        for record in self.records():
+            if record.status != "ok" or "agl_register_commands" not in record.hooks:
+                continue
+            before = set(cli.commands)
+            try:
+                self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
+            except Exception as exc:
+                for added in set(cli.commands) - before:
+                    cli.commands.pop(added, None)
+                self._fail(record, self._pm.get_plugin(record.name), "agl_register_commands", exc)
+                continue
+            record.commands = sorted(set(cli.commands) - before)
+
+    def unregister(self, name: str) -> None:
+        """Remove a plugin and everything it registered."""
+        with self._lock:
+            plugin = self._pm.get_plugin(name)
+            if plugin is not None:
+                self._pm.unregister(name=name)
+            for registry in self._registries.values():
+                registry.remove_plugin(name)
+            self._records.pop(name, None)
+
+    def failures(self) -> list[PluginRecord]:
+        """Records of plugins that failed."""
+        return [r for r in self.records() if r.status == "failed"]
+
+    def hook_caller(self) -> Any:
+        """The underlying pluggy hook relay (for advanced use)."""
+        return self._pm.hook
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_hook_names(self, plugin: Any, name: str) -> None:
+        for attr in dir(plugin):
+            if attr.startswith("agl_register") and attr not in _KNOWN_HOOKS:
+                close = difflib.get_close_matches(attr, _KNOWN_HOOKS, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"unknown hook {attr!r} in plugin {name!r}.{hint} "
+                    f"Known hooks: {', '.join(_KNOWN_HOOKS)}.",
+                )
+
+    def _call_impl(self, hook_name: str, plugin_name: str, kwargs: dict[str, Any], kind: str | None) -> None:
+        caller = getattr(self._pm.hook, hook_name)
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name != plugin_name:
+                continue
+            args = [kwargs[arg] for arg in impl.argnames]
+            record = self._records.get(plugin_name)
+            dist = record.distribution if record else None
+            if kind is not None:
+                with self._registries[kind].registering(plugin_name, dist):
+                    impl.function(*args)
+            else:
+                impl.function(*args)
+
+    def _fail(self, record: PluginRecord, plugin: Any, stage: str, exc: BaseException) -> None:
+        if self._pm.get_plugin(record.name) is not None:
+            self._pm.unregister(name=record.name)
+        elif plugin is not None and self._pm.is_registered(plugin):
+            self._pm.unregister(plugin)
+        for registry in self._registries.values():
+            registry.remove_plugin(record.name)
+        record.status = "failed"
+        record.commands = []
+        record.error = PluginFailure(
+            type=type(exc).__name__,
+            message=str(exc),
+            stage=stage,
+            hint=_install_hint(exc, record.distribution),
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        )
+        if self.strict:
+            raise PluginLoadError(record.name, record.distribution, stage, exc) from exc
+        logger.warning(
+            "agl: plugin %r (%s %s) failed at %s: %s: %s",
+            record.name,
+            record.distribution or "?",
+            record.version or "?",
+            stage,
+            type(exc).__name__,
+            exc,
+        )
+
+    def _failure_hint(self, kind: str, name: str) -> str | None:
+        failed = [r for r in self._records.values() if r.status == "failed"]
+        disabled = [r for r in self._records.values() if r.status == "disabled"]
+        if failed:
+            names = ", ".join(f"{r.name} ({r.error.stage if r.error else '?'})" for r in failed)
+            return f"Plugins that failed to load: {names}; see `agl plugins list`."
+        if disabled:
+            return f"Disabled plugins: {', '.join(r.name for r in disabled)}."
+        return None
+
+
+_manager: PluginManager | None = None
+_manager_lock = threading.Lock()
+
+
+def get_plugin_manager() -> PluginManager:
+    """The process-wide plugin manager, created (and entry points loaded) on first use."""
+    global _manager
+    if _manager is None:
+        with _manager_lock:
+            if _manager is None:
+                manager = PluginManager()
+                manager.load_entrypoints()
+                _manager = manager
+    return _manager
+
+
+def set_plugin_manager(manager: PluginManager | None) -> PluginManager | None:
+    """Replace the process-wide manager (tests); returns the previous one."""
+    global _manager
+    with _manager_lock:
+        previous, _manager = _manager, manager
+    return previous
+
+
+def get_registry(kind: str) -> Registry[Any]:
+    """The process-wide registry of one component kind."""
+    return get_plugin_manager().registry(kind)
+
+
+def plugin_module(name: str, **hooks: Any) -> ModuleType:
+    """Build a throwaway plugin module from hook functions (handy in tests and notebooks)."""
+    module = ModuleType(name)
+    for hook_name, fn in hooks.items():
+        setattr(module, hook_name, fn)
+    return module

@@ -1,0 +1,144 @@
+"""`agl plugins list/check` and plugin subcommands, in-process."""
+
+from __future__ import annotations
+
+import click
+
+from agl_core import hookimpl
+from agl_core.plugins import PluginManager, plugin_module
+from agl_core.testing import fake_entry_point, records_by_name, run_cli
+
+RECORD_KEYS = {
+    "schema_version",
+    "name",
+    "distribution",
+    "version",
+    "status",
+    "builtin",
+    "hooks",
+    "provides",
+    "error",
+    "disabled_reason",
+}
+
+
+def _manager_with_plugins() -> PluginManager:
+    @hookimpl
+    def agl_register_algorithms(registry):
+        registry.add("shiny", "agl_shiny.algo:Shiny", summary="a shiny algorithm")
+        registry.add("heavy", "agl_shiny.heavy:Heavy", requires=["agl-not-installed-backend>=1"])
+
+    @hookimpl
+    def agl_register_commands(cli):
+        @cli.command(name="shine")
+        @click.argument("what")
+        def shine(what):
+            """Make WHAT shine."""
+            click.echo(f"{what} shines")
+
+    def broken():
+        raise ModuleNotFoundError("No module named 'verl'", name="verl")
+
+    manager = PluginManager(strict=False)
+    manager.load_entrypoints(
+        [
+            fake_entry_point(
+                "shiny",
+                plugin_module(
+                    "shiny",
+                    agl_register_algorithms=agl_register_algorithms,
+                    agl_register_commands=agl_register_commands,
+                ),
+                distribution="agl-shiny",
+                version="1.2.3",
+            ),
+            fake_entry_point("verl", broken, distribution="agl-verl", version="0.4.0"),
+        ]
+    )
+    return manager
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == "agl 0.4.0"
+
+
+def test_list_json_records() -> None:
+    result = run_cli("plugins", "list", "--json", manager=_manager_with_plugins())
+    assert result.exit_code == 0
+    records = records_by_name(result.json())
+    assert set(records) == {"shiny", "verl"}
+    for record in records.values():
+        assert set(record) == RECORD_KEYS
+    shiny = records["shiny"]
+    assert (shiny["distribution"], shiny["version"], shiny["status"]) == ("agl-shiny", "1.2.3", "ok")
+    provides = {(p["kind"], p["name"]): p for p in shiny["provides"]}
+    assert provides[("algorithm", "shiny")]["available"] is True
+    assert provides[("algorithm", "heavy")]["missing"] == ["agl-not-installed-backend>=1"]
+    assert ("command", "shine") in provides
+    verl = records["verl"]
+    assert verl["status"] == "failed"
+    assert verl["error"]["stage"] == "import"
+    assert verl["error"]["type"] == "ModuleNotFoundError"
+
+
+def test_list_all_includes_builtins() -> None:
+    records = records_by_name(run_cli("plugins", "list", "--json", "--all").json())
+    assert records["core"]["builtin"] is True
+    assert records["core"]["distribution"] == "agl-core"
+
+
+def test_list_table_explains_failures() -> None:
+    result = run_cli("plugins", "list", manager=_manager_with_plugins())
+    assert result.exit_code == 0  # listing is a diagnostic
+    lines = result.output.splitlines()
+    assert lines[0].split() == ["Name", "Distribution", "Version", "Status", "Provides"]
+    assert any(line.startswith("shiny") and "algorithm:shiny" in line for line in lines)
+    assert "1 plugin failed to load:" in result.output
+    assert "verl (agl-verl 0.4.0) at import: ModuleNotFoundError" in result.output
+    assert "hint: install the missing package (pip install verl)" in result.output
+    assert "algorithm heavy (agl-shiny) needs agl-not-installed-backend>=1" in result.output
+
+
+def test_check_exit_codes() -> None:
+    assert run_cli("plugins", "check", manager=_manager_with_plugins()).exit_code == 1
+    assert run_cli("plugins", "check").exit_code == 0
+
+
+def test_check_fails_on_unmet_requirement_alone() -> None:
+    @hookimpl
+    def agl_register_stores(registry):
+        registry.add("needy", "agl_needy.store:Needy", requires=["agl-needy-backend"])
+
+    manager = PluginManager(strict=False)
+    manager.register(plugin_module("needy", agl_register_stores=agl_register_stores), name="needy")
+    result = run_cli("plugins", "check", manager=manager)
+    assert result.exit_code == 1
+    assert "store needy (needy) needs agl-needy-backend" in result.output
+
+
+def test_plugin_subcommand_runs() -> None:
+    result = run_cli("shine", "gold", manager=_manager_with_plugins())
+    assert result.exit_code == 0
+    assert result.output.strip() == "gold shines"
+
+
+def test_failing_command_hook_is_isolated() -> None:
+    @hookimpl
+    def agl_register_commands(cli):
+        @cli.command(name="half-added")
+        def half_added():
+            """Never reachable."""
+
+        raise RuntimeError("cannot build commands")
+
+    manager = PluginManager(strict=False)
+    manager.register(plugin_module("cmds", agl_register_commands=agl_register_commands), name="cmds")
+    result = run_cli("--help", manager=manager)
+    assert result.exit_code == 0
+    assert "half-added" not in result.output
+    assert "plugins" in result.output
+    record = manager.record("cmds")
+    assert record.status == "failed"
+    assert record.error is not None and record.error.stage == "agl_register_commands"
