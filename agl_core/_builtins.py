@@ -14,7 +14,19 @@ if TYPE_CHECKING:
 
 @hookimpl
 def agl_register_stores(registry: Registry[Any]) -> None:
-    """Built-in stores."""
+    """Built-in stores: in-memory, SQLite and the HTTP client of ``agl store serve``."""
+    registry.add(
+        "memory",
+        "agl_core.store.memory:InMemoryLightningStore",
+        summary="In-process store (threads and asyncio); the default for one-process runs",
+        schemes=["memory"],
+    )
+    registry.add(
+        "sqlite",
+        "agl_core.store.sqlite:SqliteLightningStore",
+        summary="Durable single-file store (WAL); the default for `agl store serve`",
+        schemes=["sqlite"],
+    )
 
 
 @hookimpl

@@ -1,0 +1,589 @@
+"""The `LightningStore` contract: the queue and single source of truth between algorithms and runners.
+
+Every backend (in-memory, SQLite, the HTTP client, MongoDB, third-party plugins) subclasses
+`LightningStore` and passes the same conformance suite (`agl_core.testing.store_conformance`). The
+semantics that are not backend-specific live in `agl_core.store._logic`, which the bundled backends
+call so that they behave identically.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+
+from agl_core.store.errors import InvalidRequestError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    from agl_core.types import (
+        Attempt,
+        AttemptedRollout,
+        AttemptStatus,
+        EnqueueRolloutRequest,
+        NamedResources,
+        PaginatedResult,
+        ResourcesUpdate,
+        Rollout,
+        RolloutConfig,
+        RolloutMode,
+        RolloutStatus,
+        Span,
+        Worker,
+        WorkerStatus,
+    )
+
+__all__ = [
+    "UNSET",
+    "LightningStore",
+    "LightningStoreCapabilities",
+    "LightningStoreStatistics",
+    "Unset",
+]
+
+_StoreT = TypeVar("_StoreT", bound="LightningStore")
+
+
+class Unset:
+    """Type of the `UNSET` sentinel: "argument not given, leave the field alone".
+
+    There is exactly one instance. It is falsy, prints as ``UNSET``, and survives `pickle` and
+    `copy` as the same object, so ``value is UNSET`` works across processes.
+    """
+
+    __slots__ = ()
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        # Pickled by reference to the module-level name below.
+        return "UNSET"
+
+    def __copy__(self) -> Unset:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Unset:
+        return self
+
+
+UNSET: Unset = Unset()
+"""Default of the optional `update_*` arguments: `UNSET` leaves a field alone, an explicit None clears it."""
+
+
+class LightningStoreCapabilities(TypedDict, total=False):
+    """What a store supports. Every key is optional; a missing key means False."""
+
+    thread_safe: bool
+    """Methods may be called concurrently from several threads (each on its own event loop)."""
+    async_safe: bool
+    """Methods may be called concurrently from many tasks of one event loop."""
+    zero_copy: bool
+    """All threads/processes share one copy of the data (a server or a database, not a process-local copy)."""
+    otlp_traces: bool
+    """The store accepts OTLP/HTTP traces at `otlp_traces_endpoint()`."""
+
+
+class _StatisticsRequired(TypedDict):
+    name: str
+    total_rollouts: int
+    total_attempts: int
+    total_spans: int
+    total_resources: int
+    total_workers: int
+    uptime: float
+
+
+class LightningStoreStatistics(_StatisticsRequired, total=False):
+    """Counters returned by `LightningStore.statistics()`.
+
+    Always present: `name` (the store class name), `total_rollouts`, `total_attempts`, `total_spans`,
+    `total_resources`, `total_workers`, `uptime` (seconds since the store was created, per its clock).
+    Optional, backend-specific: the in-memory span accounting keys and the SQLite file size.
+    """
+
+    total_span_bytes: int
+    eviction_threshold_bytes: int
+    safe_threshold_bytes: int
+    memory_capacity_bytes: int
+    database_bytes: int
+
+
+class LightningStore(abc.ABC):
+    """Contract of a store: the rollout queue, attempts, spans, versioned resources and workers.
+
+    All methods are coroutines except the `capabilities` property, `otlp_traces_endpoint()` and
+    `from_uri()`. Every call must appear atomic to concurrent callers.
+
+    **Statuses.** A rollout is ``queuing``/``requeuing`` (in the FIFO queue), ``preparing``/``running``
+    (held by a runner) or ``failed``/``succeeded``/``cancelled`` (finished). It mirrors its *latest*
+    attempt (highest ``sequence_id``) through `agl_core.types.status.rollout_status_from_attempt`:
+    ``preparing``/``running``/``succeeded`` carry over; ``failed``/``timeout``/``unresponsive`` become
+    ``requeuing`` when listed in ``config.retry_condition`` and ``sequence_id < config.max_attempts``,
+    else ``failed``. Updates to older attempts never propagate. Entering ``queuing``/``requeuing`` by any
+    path appends the rollout to the queue unless it is already there; dequeue skips queued ids whose
+    rollout is no longer queuing/requeuing. ``Rollout.end_time`` is set to now whenever a finished
+    status is written and cleared when a non-finished one is written.
+
+    **Deliberate fixes of Agent Lightning 0.3 quirks** (inventory §14.1):
+
+    1. A span moves the latest attempt from ``preparing``/``unresponsive`` to ``running`` and its
+       rollout from ``queuing``/``requeuing``/``preparing`` to ``running`` (0.3 misspelled "queueing",
+       so a ``queuing`` rollout stayed put). A span for an attempt that is ``failed``, ``succeeded`` or
+       ``timeout`` only refreshes ``last_heartbeat_time`` and never moves the rollout.
+    2. A finished rollout is changed only by an explicit `update_rollout()` (or a manual
+       `start_attempt()`); later attempt updates, spans and the watchdog leave it alone (0.3 let a
+       cancelled rollout turn into succeeded when its runner finished).
+    3. ``Attempt.end_time`` is set to now for every terminal attempt status (``failed``, ``succeeded``,
+       ``timeout``, ``unresponsive``), not only failed/succeeded, and cleared when the attempt goes back
+       to ``preparing``/``running``.
+    4. A filter with ``filter_logic="or"`` and no other condition matches everything (0.3's in-memory
+       store returned nothing).
+    5. ``*_contains`` filters are case-sensitive substring matches in every backend.
+
+    **Watchdog.** Before the methods listed in `agl_core.store._logic.WATCHDOG_GUARDED_METHODS` the
+    store scans rollouts in ``preparing``/``running`` whose latest attempt is ``preparing``/``running``:
+    ``now - attempt.start_time > timeout_seconds`` flags ``timeout``; otherwise
+    ``now - (last_heartbeat_time or start_time) > unresponsive_seconds`` flags ``unresponsive``. Each
+    flagged attempt then goes through the normal `update_attempt` path (propagation, requeue, worker
+    sync). Scans are debounced to one per ``scan_debounce_seconds`` (0 disables debouncing; the first
+    scan is allowed at once).
+
+    **Workers.** Every attempt write that carries a worker id (dequeue, `start_rollout`,
+    `start_attempt`, `update_attempt` with a worker or with a status on an attempt that has one)
+    upserts that worker: attempt ``succeeded``/``failed`` -> ``idle``; ``timeout``/``unresponsive`` ->
+    ``unknown`` (both clear the current ids and stamp ``last_idle_time``); otherwise ``busy`` with
+    ``current_rollout_id``/``current_attempt_id`` and ``last_busy_time``. A dequeue also stamps
+    ``last_dequeue_time``; a dequeue that finds nothing marks the worker ``idle``. See
+    `agl_core.store._logic.worker_updates_for_attempt`.
+
+    **Queries.** ``limit=-1`` means no limit; ``limit`` must otherwise be > 0 and ``offset`` >= 0
+    (`InvalidRequestError`). Results are `PaginatedResult`s: iterate them like lists; ``total`` counts
+    every match. Sorting by a ``*_time`` field treats None as +infinity (last ascending, first
+    descending); without ``sort_by`` the order is deterministic (insertion order).
+
+    **Errors.** Unknown ids raise `RolloutNotFoundError`/`AttemptNotFoundError` (both `KeyError` and
+    `ValueError`); invalid statuses, filters, pagination and spans raise `InvalidRequestError`
+    subclasses (`ValueError`). A failed call leaves the store unchanged. After `close()` calls may
+    raise `StoreClosedError`.
+
+    Args:
+        clock: Returns "now" in seconds since the epoch. Every timestamp the store writes (start, end,
+            heartbeat, worker and resources times, uptime) and the watchdog use it, so tests drive
+            timeouts by advancing a fake clock instead of sleeping. Waiting in `wait_for_rollouts` uses
+            real time.
+        scan_debounce_seconds: Minimum seconds (per the clock) between two watchdog scans; 0 scans
+            before every guarded call.
+    """
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.time, scan_debounce_seconds: float = 10.0
+    ) -> None:
+        if scan_debounce_seconds < 0:
+            raise InvalidRequestError(
+                f"scan_debounce_seconds must be >= 0, got {scan_debounce_seconds!r}; "
+                "use 0 to scan before every call."
+            )
+        from agl_core.store._logic import ScanDebouncer  # _logic imports this module
+
+        self.clock: Callable[[], float] = clock
+        self.scan_debounce_seconds: float = float(scan_debounce_seconds)
+        self._launch_time: float = clock()
+        self._scan_debouncer = ScanDebouncer(self.scan_debounce_seconds, clock)
+
+    def _watchdog_due(self) -> bool:
+        """True if the caller must run a watchdog scan now (at most one per ``scan_debounce_seconds``)."""
+        return self._scan_debouncer.should_scan()
+
+    def _uptime(self) -> float:
+        """Seconds since the store was created, per its clock (the ``uptime`` statistic)."""
+        return self.clock() - self._launch_time
+
+    # ------------------------------------------------------------------ lifecycle and introspection
+
+    @classmethod
+    def from_uri(cls: type[_StoreT], uri: str, **kwargs: Any) -> _StoreT:
+        """Open a store of this class from a URI (``memory:``, ``sqlite:///path.db``, ...).
+
+        `agl_core.store.open_store` calls this on the class registered for the URI's scheme. Extra
+        keyword arguments go to the constructor. Expensive setup may be deferred to the first call.
+        """
+        raise NotImplementedError(
+            f"{cls.__name__} cannot be opened from a URI ({uri!r}); construct it directly."
+        )
+
+    async def close(self) -> None:
+        """Release connections, files and background tasks. Idempotent; the default does nothing."""
+        return None
+
+    async def __aenter__(self: _StoreT) -> _StoreT:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """What this store supports; the default claims nothing."""
+        return LightningStoreCapabilities(
+            thread_safe=False, async_safe=False, zero_copy=False, otlp_traces=False
+        )
+
+    def otlp_traces_endpoint(self) -> str:
+        """The OTLP/HTTP traces URL (usually ending in ``/v1/traces``) when ``capabilities["otlp_traces"]``.
+
+        Spans sent there carry rollout id, attempt id and optionally sequence id in their resource.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} does not accept OTLP traces (capabilities['otlp_traces'] is False); "
+            "serve it with `agl store serve` and use the HTTP store instead."
+        )
+
+    @abc.abstractmethod
+    async def statistics(self) -> LightningStoreStatistics:
+        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime."""
+
+    # ------------------------------------------------------------------ rollouts and attempts
+
+    @abc.abstractmethod
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """Create a rollout in ``preparing`` together with attempt #1, without queueing it.
+
+        ``resources_id=None`` resolves to the latest resources (None if there are none); a given id is
+        stored as is. ``config`` defaults to a fresh `RolloutConfig`; ``config`` and ``metadata`` are
+        copied. With a ``worker_id`` the attempt records it and the worker becomes ``busy``.
+        """
+
+    @abc.abstractmethod
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """Create a rollout in ``queuing`` at the tail of the FIFO queue, with no attempt.
+
+        Defaults as in `start_rollout()`.
+        """
+
+    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """Enqueue several rollouts; the result and the queue keep the input order.
+
+        The default calls `enqueue_rollout()` once per request (not atomic); backends override it with
+        one atomic batch.
+        """
+        return [
+            await self.enqueue_rollout(
+                r.input, mode=r.mode, resources_id=r.resources_id, config=r.config, metadata=r.metadata
+            )
+            for r in rollouts
+        ]
+
+    @abc.abstractmethod
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """Claim the oldest queued rollout without blocking; None when the queue is empty.
+
+        The rollout moves to ``preparing`` and gets a new ``preparing`` attempt with
+        ``sequence_id = number of existing attempts + 1``. Queued ids whose rollout is no longer
+        ``queuing``/``requeuing`` are dropped silently. A rollout is handed out once per queue entry,
+        even under concurrent dequeues. Worker bookkeeping as described on the class.
+        """
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """Claim up to ``limit`` rollouts in FIFO order (``limit <= 0`` returns ``[]``).
+
+        The worker is associated with the last claimed attempt; it becomes ``idle`` only when nothing
+        was claimed. The default repeats `dequeue_rollout()`; backends override it with one batch.
+        """
+        claimed: list[AttemptedRollout] = []
+        while len(claimed) < limit:
+            item = await self.dequeue_rollout(worker_id=worker_id)
+            if item is None:
+                break
+            claimed.append(item)
+        if claimed and worker_id is not None and len(claimed) < limit:
+            # The empty dequeue that ended the loop marked the worker idle; it is busy with the last claim.
+            last = claimed[-1]
+            await self.update_attempt(last.rollout_id, last.attempt.attempt_id, worker_id=worker_id)
+        return claimed
+
+    @abc.abstractmethod
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """Create a new ``preparing`` attempt (manual retry) and move the rollout to ``preparing``.
+
+        Ignores ``config.max_attempts`` and works on any rollout, finished ones included (this is an
+        explicit request; ``end_time`` is cleared). Raises `RolloutNotFoundError` for an unknown id.
+        """
+
+    @abc.abstractmethod
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """Rollouts matching the filters, each with its latest attempt when it has one.
+
+        The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``) are combined
+        with ``filter_logic``; with no condition every rollout matches, for "and" and "or" alike.
+        ``status``/``rollout_ids`` are deprecated aliases of ``status_in``/``rollout_id_in``: they emit
+        a `DeprecationWarning` and lose to the new names when both are given (use
+        `_logic.resolve_rollout_query_aliases`). Invalid statuses raise `InvalidStatusError`.
+        """
+
+    @abc.abstractmethod
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
+
+    @abc.abstractmethod
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """The rollout with its latest attempt attached when it has one; None if unknown."""
+
+    @abc.abstractmethod
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """The attempt with the highest ``sequence_id``; None if the rollout is unknown or has no attempt."""
+
+    @abc.abstractmethod
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """Replace every field that is not `UNSET` (an explicit None clears it) and return the rollout.
+
+        ``status`` is set directly, with no transition guard, and is the only way to change a finished
+        rollout; it does not touch attempts. Writing a finished status stamps ``end_time``; a
+        non-finished one clears it; ``queuing``/``requeuing`` puts the rollout back in the queue
+        (once). Raises `RolloutNotFoundError` for an unknown id and `InvalidStatusError` or
+        `InvalidRequestError` for a bad status or mode.
+        """
+
+    @abc.abstractmethod
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """Replace every attempt field that is not `UNSET` and return the attempt.
+
+        ``attempt_id="latest"`` targets the highest ``sequence_id``. There is no transition guard.
+        ``status`` sets ``end_time`` per `_logic.attempt_end_time_for` (fix 3) and, for the latest
+        attempt only, the rollout status per `_logic.next_rollout_status_after_attempt_update` -- a
+        finished rollout is left alone (fix 2). A ``requeuing`` result re-queues the rollout. Worker
+        bookkeeping as described on the class. Raises `RolloutNotFoundError`, `AttemptNotFoundError`
+        (also for "latest" without attempts) or `InvalidStatusError`.
+        """
+
+    @abc.abstractmethod
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """Wait until the given rollouts finish; return those finished by the deadline, in input order.
+
+        Unknown ids are omitted, never raised. ``timeout <= 0`` checks once; None waits indefinitely.
+        The deadline is in real time, not the store clock. Must not block the event loop.
+        """
+
+    # ------------------------------------------------------------------ spans
+
+    @abc.abstractmethod
+    async def add_span(self, span: Span) -> Span | None:
+        """Store one span; return it, or None if ``(rollout_id, attempt_id, span_id)`` already exists.
+
+        The span counts as a heartbeat of its attempt (see `_logic.heartbeat_transition`, fix 1). The
+        rollout's sequence-id counter is raised to at least ``span.sequence_id`` so ids issued later are
+        larger. Raises `RolloutNotFoundError`/`AttemptNotFoundError` for unknown ids and
+        `InvalidSpanError` for a malformed span (`_logic.validate_span`).
+        """
+
+    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
+        """Store several spans; return only those inserted (duplicates are skipped), in input order.
+
+        The default calls `add_span()` per span and is not atomic; backends override it to validate the
+        whole batch first and insert it in one transaction.
+        """
+        inserted: list[Span] = []
+        for span in spans:
+            stored = await self.add_span(span)
+            if stored is not None:
+                inserted.append(stored)
+        return inserted
+
+    async def add_otel_span(
+        self,
+        rollout_id: str,
+        attempt_id: str,
+        readable_span: ReadableSpan,
+        sequence_id: int | None = None,
+    ) -> Span | None:
+        """Convert an OpenTelemetry SDK span with `Span.from_opentelemetry` and store it via `add_span()`.
+
+        A sequence id is allocated with `get_next_span_sequence_id()` when none is given.
+        """
+        from agl_core.types import Span
+
+        if sequence_id is None:
+            sequence_id = await self.get_next_span_sequence_id(rollout_id, attempt_id)
+        span = Span.from_opentelemetry(
+            readable_span, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id
+        )
+        return await self.add_span(span)
+
+    @abc.abstractmethod
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """Issue the next sequence id of the rollout: 1, 2, 3, ... with no gaps and no repeats.
+
+        The counter is per rollout (the attempt id is ignored, inventory quirk 5) and ids are not
+        validated, so a tracer may allocate ids before its first span lands.
+        """
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, in input order.
+
+        The default calls `get_next_span_sequence_id()` per pair; backends override it with one batch
+        (`_logic.plan_sequence_ids`).
+        """
+        return [await self.get_next_span_sequence_id(r, a) for r, a in rollout_attempt_ids]
+
+    @abc.abstractmethod
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """Spans of a rollout, by default of every attempt and ordered by ``sequence_id``.
+
+        ``attempt_id="latest"`` resolves to the highest-sequence attempt (empty result when the
+        rollout has none). ``rollout_id`` and the attempt are always ANDed; the optional field filters
+        are combined with ``filter_logic`` ("or" with none of them matches every span of the rollout).
+        An unknown rollout gives an empty result. A backend that evicts spans raises `RuntimeError` for
+        an evicted rollout.
+        """
+
+    # ------------------------------------------------------------------ resources
+
+    @abc.abstractmethod
+    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+        """Store a new snapshot under a fresh ``rs-`` id at version 1; it becomes the latest."""
+
+    @abc.abstractmethod
+    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+        """Upsert: version 1 for an unknown id, else version+1 with a new ``update_time`` and the same
+        ``create_time``. The result becomes the latest (inventory quirk 2, kept on purpose)."""
+
+    @abc.abstractmethod
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """The snapshot with this id, or None."""
+
+    @abc.abstractmethod
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """The most recently added or updated snapshot, or None when there is none."""
+
+    @abc.abstractmethod
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
+
+    # ------------------------------------------------------------------ workers
+
+    @abc.abstractmethod
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """Workers matching the filters combined with ``filter_logic`` (no condition matches all)."""
+
+    @abc.abstractmethod
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """The worker with this id, or None."""
+
+    @abc.abstractmethod
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """Heartbeat only: upsert the worker (new ones start ``unknown``), stamp ``last_heartbeat_time``,
+        and replace ``heartbeat_stats`` when given. Status comes from attempt writes, never from here."""
