@@ -1,0 +1,61 @@
+"""Deprecated data model of the v0.1 HTTP stack (``AgentLightningServer`` / ``AgentLightningClient``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Union
+
+from pydantic import BaseModel, Field
+
+from agl_core.types.core import TaskInput, Triplet
+from agl_core.types.status import RolloutMode
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+__all__ = ["GenericResponse", "RolloutLegacy", "RolloutRawResultLegacy", "Task", "TaskIfAny"]
+
+
+class Task(BaseModel):
+    """Deprecated (v0.1): a task handed out by the legacy server; use ``Rollout``."""
+
+    rollout_id: str
+    input: TaskInput
+    mode: RolloutMode | None = None
+    resources_id: str | None = None
+    create_time: float | None = None
+    last_claim_time: float | None = None
+    num_claims: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskIfAny(BaseModel):
+    """Deprecated (v0.1): answer of the legacy ``next task`` call; ``task`` is None when none is ready."""
+
+    is_available: bool
+    task: Task | None = None
+
+
+class RolloutLegacy(BaseModel):
+    """Deprecated (v0.1): a finished rollout as reported to the legacy server."""
+
+    rollout_id: str
+    task: Task | None = None
+    final_reward: float | None = None
+    triplets: list[Triplet] | None = None
+    trace: list[dict[str, Any]] | None = None
+    logs: list[str] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+RolloutRawResultLegacy = Union[  # noqa: UP007 (a string forward reference cannot use ``|``)
+    None, float, list[Triplet], list[dict[str, Any]], list["ReadableSpan"], RolloutLegacy
+]
+"""Deprecated (v0.1): what a legacy agent's rollout method may return."""
+
+
+class GenericResponse(BaseModel):
+    """Deprecated (v0.1): generic acknowledgement of the legacy server."""
+
+    status: str = "success"
+    message: str | None = None
+    data: dict[str, Any] | None = None
