@@ -1,0 +1,474 @@
+"""Why did a rollout give no (or bad) training data? Per-rollout reports of an adapter run.
+
+An adapter records what it decided in an :class:`AdaptRecord` (which spans were LLM calls, which it
+dropped and why, where each reward went); :func:`build_report` turns that into an :class:`AdapterReport`:
+counts, one :class:`TripletSummary` per triplet, and :class:`Problem` s, each with a one-line fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, computed_field
+
+from agl_core.adapter._genai import prompt_token_ids, response_token_ids
+from agl_core.adapter.trace_tree import agent_name
+from agl_core.emitter import is_reward_span
+from agl_core.types import Span, Triplet
+
+__all__ = [
+    "AdaptRecord",
+    "AdapterReport",
+    "DropReason",
+    "DroppedCall",
+    "Problem",
+    "RewardOutcome",
+    "Severity",
+    "TripletSummary",
+    "build_report",
+]
+
+Severity = Literal["error", "warning", "info"]
+"""``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
+
+DropReason = Literal["agent_mismatch", "in_reward", "duplicate", "nested", "no_token_ids", "not_joined"]
+"""Why an LLM-call span produced no triplet."""
+
+_LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
+_FIX_TOKEN_IDS = (
+    'Ask the model server for them with `extra_body={"return_token_ids": True}` (vLLM >= 0.10.2), or route '
+    "the agent's calls through the agl LLM proxy, which records them."
+)
+_FIX_NO_LLM = (
+    "Make the agent call its model through the `openai` client while agl's tracer is active (structured-"
+    "output helpers and non-OpenAI SDKs are not captured), or route its calls through the agl LLM proxy."
+)
+_FIX_REWARD = {
+    "before_first_call": "Emit the reward after the LLM call it scores has returned.",
+    "all_rewarded": (
+        "Emit one reward per LLM call, or combine them into one reward with named dimensions "
+        "(emit_reward({...}, primary_key=...))."
+    ),
+    "no_sibling": (
+        "Emit the reward in the same parent span as the LLM call it scores, or use "
+        "reward_match=RewardMatchPolicy.FIRST_OCCURRENCE."
+    ),
+    "excluded_agent": "Emit the reward inside an agent that agent_match selects, or widen agent_match.",
+    "no_llm_call": "Fix the LLM-call problem above first; a reward needs an LLM call to attach to.",
+    "no_start_time": "Record reward spans with a start time (emit_reward does this).",
+    "no_earlier_call": "Emit the reward after the LLM call it scores has returned (a larger sequence id).",
+}
+
+
+@dataclass
+class DroppedCall:
+    """An LLM-call span the adapter did not turn into a triplet."""
+
+    span: Span
+    reason: DropReason
+    detail: str = ""
+    agent_name: str | None = None
+
+
+@dataclass
+class RewardOutcome:
+    """One reward span and the LLM-call span it was given to (``assigned_to``), or why not."""
+
+    span: Span
+    value: float
+    assigned_to: str | None = None
+    reason: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class AdaptRecord:
+    """Everything an adapter run decided, as input to :func:`build_report`.
+
+    ``llm_spans`` and ``rewards`` are None when the adapter did not track them (the report then derives
+    what it can from the triplets). ``llm_call_match`` is the span-name regex that found LLM calls, if any.
+    """
+
+    adapter: str
+    spans: list[Span]
+    triplets: list[Triplet]
+    llm_spans: list[Span] | None = None
+    dropped: list[DroppedCall] = field(default_factory=list)
+    rewards: list[RewardOutcome] | None = None
+    agent_names: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+    max_prompt_length: int | None = None
+    max_response_length: int | None = None
+    extra_problems: list[Problem] = field(default_factory=list)
+    llm_call_match: str | None = None
+
+
+class Problem(BaseModel):
+    """One finding: a stable ``code``, what is wrong (``message``) and what to do (``fix``)."""
+
+    code: str
+    severity: Severity
+    message: str
+    fix: str | None = None
+    span_ids: list[str] = Field(default_factory=list)
+
+
+class TripletSummary(BaseModel):
+    """The shape of one triplet: token counts, reward and where it came from."""
+
+    index: int
+    span_id: str | None = None
+    sequence_id: int | None = None
+    response_id: str | None = None
+    agent_name: str | None = None
+    prompt_tokens: int
+    response_tokens: int
+    reward: float | None = None
+    has_logprobs: bool = False
+
+
+class AdapterReport(BaseModel):
+    """The per-rollout report of an adapter run; ``ok`` when it gave triplets and found no error."""
+
+    adapter: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    rollout_ids: list[str] = Field(default_factory=list)
+    attempt_ids: list[str] = Field(default_factory=list)
+    span_count: int = 0
+    span_kinds: dict[str, int] = Field(default_factory=dict)
+    span_names: dict[str, int] = Field(default_factory=dict)
+    agent_names: list[str] = Field(default_factory=list)
+    llm_span_count: int = 0
+    triplets: list[TripletSummary] = Field(default_factory=list)
+    problems: list[Problem] = Field(default_factory=list)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def ok(self) -> bool:
+        """True when there are triplets and no problem of severity ``error``."""
+        return bool(self.triplets) and not any(p.severity == "error" for p in self.problems)
+
+    def codes(self) -> list[str]:
+        """The problem codes, in report order."""
+        return [p.code for p in self.problems]
+
+    def get(self, code: str) -> Problem | None:
+        """The first problem with ``code``, or None."""
+        return next((p for p in self.problems if p.code == code), None)
+
+    def format(self) -> str:
+        """The report as text for a person (what ``agl doctor`` prints)."""
+        from agl_core.adapter._report_text import format_report
+
+        return format_report(self)
+
+
+def _names(values: Sequence[str], limit: int = 8) -> str:
+    shown = [repr(v) for v in values[:limit]]
+    if len(values) > limit:
+        shown.append(f"... ({len(values) - limit} more)")
+    return ", ".join(shown)
+
+
+def _summaries(triplets: Sequence[Triplet]) -> list[TripletSummary]:
+    out: list[TripletSummary] = []
+    for index, triplet in enumerate(triplets):
+        prompt = triplet.prompt if isinstance(triplet.prompt, dict) else {}
+        response = triplet.response if isinstance(triplet.response, dict) else {}
+        meta = triplet.metadata
+        out.append(
+            TripletSummary(
+                index=index,
+                span_id=meta.get("span_id"),
+                sequence_id=meta.get("sequence_id"),
+                response_id=meta.get("response_id"),
+                agent_name=meta.get("agent_name"),
+                prompt_tokens=len(prompt.get("token_ids") or []),
+                response_tokens=len(response.get("token_ids") or []),
+                reward=triplet.reward,
+                has_logprobs=response.get("logprobs") is not None,
+            )
+        )
+    return out
+
+
+def _kind(span: Span, llm_ids: set[str]) -> str:
+    if span.span_id in llm_ids:
+        return "llm"
+    if is_reward_span(span):
+        return "reward"
+    if agent_name(span) is not None:
+        return "agent"
+    if span.attributes.get("gen_ai.operation.name") == "execute_tool" or "tool.name" in span.attributes:
+        return "tool"
+    return "other"
+
+
+def _no_llm_problem(record: AdaptRecord) -> Problem:
+    names = Counter(span.name for span in record.spans)
+    seen = [name for name, _ in names.most_common()]
+    count = len(record.spans)
+    message = f"No LLM-call span among the {count} spans of this rollout (span names seen: {_names(seen)})."
+    pattern = record.llm_call_match
+    lookalikes = [name for name in seen if _LLM_LOOKALIKE.search(name)]
+    if pattern and lookalikes:
+        message += f" {_names(lookalikes)} look like LLM calls but do not match the adapter's llm_call_match."
+        fix = (
+            f"If {lookalikes[0]!r} records the model's token ids, pass llm_call_match to match it; otherwise "
+            + _FIX_NO_LLM[0].lower()
+            + _FIX_NO_LLM[1:]
+        )
+        return Problem(code="no_llm_spans", severity="error", message=message, fix=fix)
+    return Problem(code="no_llm_spans", severity="error", message=message, fix=_FIX_NO_LLM)
+
+
+def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
+    problems: list[Problem] = []
+    by_reason: dict[str, list[DroppedCall]] = {}
+    for drop in record.dropped:
+        by_reason.setdefault(drop.reason, []).append(drop)
+    pattern = record.settings.get("agent_match")
+    mismatched = by_reason.get("agent_mismatch", [])
+    if mismatched:
+        seen = _names(record.agent_names) if record.agent_names else "none (no span carries an agent name)"
+        ids = [d.span.span_id for d in mismatched]
+        if not record.triplets and len(mismatched) == llm_count:
+            problems.append(
+                Problem(
+                    code="agent_match_excluded_all",
+                    severity="error",
+                    message=(
+                        f"agent_match={pattern!r} selected none of the {llm_count} LLM calls. "
+                        f"Agent names seen: {seen}."
+                    ),
+                    fix="Set agent_match to a regex that matches one of the agent names above, or None to "
+                    "train on every agent.",
+                    span_ids=ids,
+                )
+            )
+        else:
+            problems.append(
+                Problem(
+                    code="agent_match_excluded_some",
+                    severity="info",
+                    message=f"{len(mismatched)} of {llm_count} LLM calls are outside agents matching "
+                    f"agent_match={pattern!r} and were left out. Agent names seen: {seen}.",
+                    span_ids=ids,
+                )
+            )
+    infos = {
+        "in_reward": (
+            "llm_calls_in_reward",
+            "{n} LLM calls made inside a reward span (e.g. an LLM judge) were left out.",
+        ),
+        "duplicate": (
+            "duplicate_llm_calls",
+            "{n} LLM-call spans repeat a response id already used and were skipped.",
+        ),
+        "nested": (
+            "nested_llm_calls",
+            "{n} LLM-call spans nested in another LLM call without a response id were skipped.",
+        ),
+        "not_joined": (
+            "proxy_calls_not_joined",
+            "{n} proxy-recorded calls have no tracer span with the same response id, so agent_match cannot "
+            "select them; they were left out.",
+        ),
+    }
+    for reason, (code, text) in infos.items():
+        drops = by_reason.get(reason, [])
+        if drops:
+            severity: Severity = "warning" if reason == "not_joined" else "info"
+            message = text.format(n=len(drops))
+            problems.append(
+                Problem(
+                    code=code, severity=severity, message=message, span_ids=[d.span.span_id for d in drops]
+                )
+            )
+    return problems
+
+
+def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) -> list[Problem]:
+    problems: list[Problem] = []
+    no_ids = [d for d in record.dropped if d.reason == "no_token_ids"]
+    missing = [s for s in summaries if s.prompt_tokens == 0 or s.response_tokens == 0]
+    if missing or no_ids:
+        kinds = {"prompt" for s in missing if s.prompt_tokens == 0}
+        kinds |= {"response" for s in missing if s.response_tokens == 0}
+        kinds |= {"prompt" for d in no_ids if not prompt_token_ids(d.span)}
+        kinds |= {"response" for d in no_ids if not response_token_ids(d.span)}
+        count, total = len(missing) + len(no_ids), len(summaries) + len(no_ids)
+        what = " and ".join(sorted(kinds))
+        message = (
+            f"{count} of {total} LLM calls have no {what} token ids, so they cannot be used for RL training."
+        )
+        if no_ids:
+            message += f" {len(no_ids)} of them were dropped for that reason."
+        ids = [s.span_id for s in missing if s.span_id] + [d.span.span_id for d in no_ids]
+        severity: Severity = "error" if count == total else "warning"
+        problems.append(
+            Problem(
+                code="missing_token_ids", severity=severity, message=message, fix=_FIX_TOKEN_IDS, span_ids=ids
+            )
+        )
+    for limit, attr, code, label in (
+        (record.max_prompt_length, "prompt_tokens", "prompt_too_long", "max_prompt_length"),
+        (record.max_response_length, "response_tokens", "response_too_long", "max_response_length"),
+    ):
+        if limit is None:
+            continue
+        over = [s for s in summaries if getattr(s, attr) > limit]
+        if over:
+            longest = max(getattr(s, attr) for s in over)
+            problems.append(
+                Problem(
+                    code=code,
+                    severity="warning",
+                    message=f"{len(over)} of {len(summaries)} triplets exceed {label}={limit} tokens "
+                    f"(longest: {longest}); the trainer will truncate or drop them.",
+                    fix=f"Raise {label} in the algorithm's config, or keep the agent's context shorter.",
+                    span_ids=[s.span_id for s in over if s.span_id],
+                )
+            )
+    return problems
+
+
+def _reward_problems(record: AdaptRecord, has_triplets: bool) -> list[Problem]:
+    rewards = record.rewards
+    if rewards is None:
+        values = [s for s in record.spans if is_reward_span(s)]
+        if values:
+            return []
+        rewards = []
+    if not rewards:
+        return [
+            Problem(
+                code="no_reward",
+                severity="error" if has_triplets else "warning",
+                message="No reward span in this rollout, so every triplet has reward None.",
+                fix="Call agl.emit_reward(value) in the agent after the LLM calls it scores, or return a "
+                "float from the rollout function.",
+            )
+        ]
+    problems: list[Problem] = []
+    unassigned = [r for r in rewards if r.assigned_to is None]
+    all_lost = has_triplets and len(unassigned) == len(rewards)
+    for outcome in unassigned:
+        reason = outcome.reason or "no_llm_call"
+        problems.append(
+            Problem(
+                code="reward_unattributed",
+                severity="error" if all_lost else "warning",
+                message=f"Reward {outcome.value:g} (span {outcome.span.span_id}) is not attributed to any "
+                f"LLM call: {outcome.detail or reason}.",
+                fix=_FIX_REWARD.get(reason),
+                span_ids=[outcome.span.span_id],
+            )
+        )
+    return problems
+
+
+def _continuity_problems(triplets: Sequence[Triplet]) -> list[Problem]:
+    """Calls that continue an earlier call's conversation but re-tokenized its reply differently.
+
+    Call B continues call A (same agent, earlier) when A's prompt ids are a prefix of B's; B's prompt
+    should then also start with A's prompt + response ids. The latest such A is checked.
+    """
+    problems: list[Problem] = []
+    history: dict[Any, list[tuple[int, list[int], list[int]]]] = {}
+    for index, triplet in enumerate(triplets):
+        if not isinstance(triplet.prompt, dict) or not isinstance(triplet.response, dict):
+            continue
+        prompt = list(triplet.prompt.get("token_ids") or [])
+        response = list(triplet.response.get("token_ids") or [])
+        earlier = history.setdefault(triplet.metadata.get("agent_name"), [])
+        parent = next((e for e in reversed(earlier) if e[1] and prompt[: len(e[1])] == e[1]), None)
+        if parent is not None and len(prompt) > len(parent[1]):
+            prev_index, prev_prompt, prev_response = parent
+            turn = prev_prompt + prev_response
+            if prompt[: len(turn)] != turn:
+                problems.append(
+                    Problem(
+                        code="token_prefix_break",
+                        severity="warning",
+                        message=f"Triplet {index} continues triplet {prev_index}'s conversation but its "
+                        "prompt token ids do not start with that call's prompt + response token ids (the "
+                        "reply was re-tokenized differently); training on concatenated turns would be "
+                        "misaligned.",
+                        fix="Keep the server's own response token ids for the next turn (the agl LLM proxy "
+                        "does), or train on each triplet separately.",
+                        span_ids=[str(triplet.metadata.get("span_id", ""))],
+                    )
+                )
+        if prompt:
+            earlier.append((index, prompt, response))
+    return problems
+
+
+def build_report(record: AdaptRecord) -> AdapterReport:
+    """Turn an adapter run into its report (counts, triplet summaries, problems with fixes)."""
+    summaries = _summaries(record.triplets)
+    llm_spans = record.llm_spans
+    llm_ids = (
+        {s.span_id for s in llm_spans} if llm_spans is not None else {s.span_id or "" for s in summaries}
+    )
+    llm_count = len(llm_spans) if llm_spans is not None else len(summaries)
+    kinds = Counter(_kind(span, llm_ids) for span in record.spans)
+    names = Counter(span.name for span in record.spans)
+    report = AdapterReport(
+        adapter=record.adapter,
+        settings=dict(record.settings),
+        rollout_ids=sorted({s.rollout_id for s in record.spans}),
+        attempt_ids=sorted({s.attempt_id for s in record.spans}),
+        span_count=len(record.spans),
+        span_kinds=dict(sorted(kinds.items())),
+        span_names=dict(names.most_common(20)),
+        agent_names=list(record.agent_names),
+        llm_span_count=llm_count,
+        triplets=summaries,
+    )
+    problems: list[Problem] = []
+    if not record.spans:
+        problems.append(
+            Problem(
+                code="no_spans",
+                severity="error",
+                message="This rollout has no spans.",
+                fix="Run the agent under agl's runner/tracer (Trainer does this), and check that the attempt "
+                "finished; spans arrive when the trace context exits.",
+            )
+        )
+    elif llm_count == 0 and not record.extra_problems:
+        problems.append(_no_llm_problem(record))
+    problems += record.extra_problems
+    problems += _drop_problems(record, llm_count)
+    problems += _token_problems(record, summaries)
+    if record.spans:
+        problems += _reward_problems(record, bool(summaries))
+    problems += _continuity_problems(record.triplets)
+    lacking = [s for s in summaries if not s.has_logprobs]
+    if summaries and lacking and len(lacking) < len(summaries):
+        problems.append(
+            Problem(
+                code="missing_logprobs",
+                severity="info",
+                message=f"{len(lacking)} of {len(summaries)} triplets carry no logprobs while the others do.",
+                fix="Request logprobs=True on every call if your algorithm uses the sampling logprobs.",
+                span_ids=[s.span_id for s in lacking if s.span_id],
+            )
+        )
+    if not summaries and record.spans and not any(p.severity == "error" for p in problems):
+        problems.append(
+            Problem(
+                code="no_triplets",
+                severity="error",
+                message="The adapter produced no triplets from this rollout.",
+            )
+        )
+    order = {"error": 0, "warning": 1, "info": 2}
+    report.problems = sorted(problems, key=lambda p: order[p.severity])
+    return report

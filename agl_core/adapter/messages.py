@@ -1,0 +1,81 @@
+"""``TraceToMessages``: LLM-call spans → chat samples in the OpenAI fine-tuning format (for SFT, APO)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+from agl_core.adapter import _genai
+from agl_core.adapter.base import TraceAdapter, to_spans
+from agl_core.types import Span, SpanLike
+
+__all__ = ["OpenAIMessages", "TraceToMessages"]
+
+
+class OpenAIMessages(TypedDict):
+    """One sample: the chat ``messages`` (prompt + the assistant reply) and the ``tools`` offered, or None."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+
+
+def _legacy_tool_calls(children: Sequence[Span]) -> list[dict[str, Any]]:
+    """Tool calls recorded as child spans with ``tool.*`` attributes (AgentOps, Agent Lightning 0.3)."""
+    calls: list[dict[str, Any]] = []
+    for child in children:
+        attrs = child.attributes
+        if not isinstance(attrs.get("tool.name"), str):
+            continue
+        arguments = attrs.get("tool.parameters", "{}")
+        calls.append(
+            {
+                "id": attrs.get("tool.call.id"),
+                "type": attrs.get("tool.call.type", "function"),
+                "function": {
+                    "name": attrs["tool.name"],
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+        )
+    return calls
+
+
+class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
+    """One ``{"messages": [...], "tools": [...] | None}`` sample per recorded LLM call and choice.
+
+    Content comes from the GenAI JSON attributes (``gen_ai.input.messages`` / ``gen_ai.output.messages``,
+    ``gen_ai.request.tools``) or Agent Lightning 0.3's flattened ``gen_ai.prompt.*`` /
+    ``gen_ai.completion.*`` / ``gen_ai.request.functions.*``. A call recorded twice (by the tracer and the
+    LLM proxy) appears once. Spans without recorded prompt and output messages are skipped. Each choice of
+    a call with several becomes its own sample. Tool calls without a recorded assistant tool call are taken
+    from child spans' ``tool.*`` attributes. A malformed attribute raises ``ValueError`` naming the span.
+    """
+
+    def adapt(self, source: Sequence[SpanLike]) -> list[OpenAIMessages]:
+        """Samples in call order (start time, then sequence id)."""
+        spans = to_spans(source)
+        children: dict[str, list[Span]] = {}
+        for span in spans:
+            if span.parent_id:
+                children.setdefault(span.parent_id, []).append(span)
+        seen: set[str] = set()
+        samples: list[OpenAIMessages] = []
+        for span in sorted(spans, key=lambda s: (s.start_time is None, s.start_time or 0.0, s.sequence_id)):
+            prompt = _genai.prompt_messages(span, strict=True)
+            if prompt is None:
+                continue
+            rid = _genai.response_id(span)
+            if rid is not None:
+                if rid in seen:
+                    continue
+                seen.add(rid)
+            tools = _genai.request_tools(span, strict=True)
+            for choice in _genai.completion_messages(span, strict=True) or []:
+                reply = {"role": "assistant", **{k: v for k, v in choice.items() if k != "role"}}
+                if not reply.get("tool_calls"):
+                    legacy = _legacy_tool_calls(children.get(span.span_id, []))
+                    if legacy:
+                        reply["tool_calls"] = legacy
+                samples.append({"messages": [dict(m) for m in prompt] + [reply], "tools": tools or None})
+        return samples
