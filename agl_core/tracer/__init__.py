@@ -1,0 +1,47 @@
+"""Tracers: turn agent activity into spans attributed to a rollout attempt.
+
+``Tracer`` is the contract, ``OtelTracer`` the OpenTelemetry implementation (registered as ``"otel"``),
+``DummyTracer`` a backend-less one (``"dummy"``). The active tracer is context-local; see
+:mod:`agl_core.tracer.base`. ``OtelTracer`` is imported lazily so that importing this package does not
+load the OpenTelemetry SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agl_core.tracer.base import Tracer, clear_active_tracer, get_active_tracer, set_active_tracer
+from agl_core.tracer.dummy import DummySpanRecordingContext, DummyTracer
+
+__all__ = [
+    "DummySpanRecordingContext",
+    "DummyTracer",
+    "OtelSpanRecordingContext",
+    "OtelTracer",
+    "TraceExportReport",
+    "Tracer",
+    "clear_active_tracer",
+    "get_active_tracer",
+    "set_active_tracer",
+]
+
+_LAZY = {
+    "OtelTracer": "agl_core.tracer.otel",
+    "OtelSpanRecordingContext": "agl_core.tracer.otel",
+    "TraceExportReport": "agl_core.tracer._binding",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agl_core.tracer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agl_core.tracer._binding import TraceExportReport
+    from agl_core.tracer.otel import OtelSpanRecordingContext, OtelTracer

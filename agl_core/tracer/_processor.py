@@ -1,0 +1,64 @@
+"""`LightningSpanProcessor`: routes each finished span to the trace context it was started in."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import get_current_span
+
+from agl_core.tracer._binding import TraceBinding, current_binding
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.sdk.trace import Span as SdkSpan
+
+__all__ = ["LightningSpanProcessor"]
+
+logger = logging.getLogger(__name__)
+
+
+class LightningSpanProcessor(SpanProcessor):
+    """Attributes spans to trace contexts: decided when a span starts, applied when it ends.
+
+    ``on_start`` looks up the trace binding current in the starting context (a ``contextvars`` variable);
+    when there is none but the parent span belongs to a binding (OpenTelemetry context propagated to a
+    thread by hand), the span joins its parent's. ``on_end`` hands the span to that binding, whatever
+    thread or task ends it. Spans started outside every trace context are not recorded.
+    """
+
+    def __init__(self) -> None:
+        self._owners: dict[int, TraceBinding] = {}
+
+    def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
+        """Remember which trace binding the span belongs to."""
+        binding = current_binding()
+        if binding is None:
+            parent = get_current_span(parent_context).get_span_context()
+            if parent.is_valid:
+                binding = self._owners.get(parent.span_id)
+            if binding is None:
+                return
+        context = span.get_span_context()
+        if context is not None:
+            self._owners[context.span_id] = binding
+
+    def on_end(self, span: ReadableSpan) -> None:
+        """Hand the finished span to its binding (sampled spans only)."""
+        context = span.get_span_context()
+        if context is None:
+            return
+        binding = self._owners.pop(context.span_id, None)
+        if binding is not None and context.trace_flags.sampled:
+            binding.on_span_end(span)
+
+    def shutdown(self) -> None:
+        """Forget spans that never ended."""
+        if self._owners:
+            logger.debug("agl tracer: %d span(s) never ended before shutdown", len(self._owners))
+        self._owners.clear()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is buffered here (bindings flush on ``trace_context`` exit)."""
+        return True

@@ -1,0 +1,289 @@
+"""`OtelTracer`: the default tracer, on the OpenTelemetry SDK, streaming spans to the store.
+
+Design (agl fixes of Agent Lightning 0.3 noted):
+
+* **Its own provider.** ``init_worker`` builds an SDK ``TracerProvider`` owned by this tracer (sampler
+  ALWAYS_ON so training data is never sampled away; a high attribute-count limit). It is *not* installed
+  as the global provider, so it never fights an application's own OpenTelemetry setup (0.3 replaced the
+  global provider). ``tracer_provider`` exposes it; LLM instrumentation reaches it through
+  :mod:`agl_core.tracer._routing`.
+* **Context-local attribution** (quirk #10). ``trace_context`` binds ``(rollout_id, attempt_id)`` in a
+  ``contextvars`` variable; the span processor records the binding when a span starts and routes the
+  finished span to it, so concurrent runners (threads or asyncio tasks) never mix spans.
+* **Streaming with a bounded flush.** A background sender on the context's event loop writes finished
+  spans in batches (``get_many_span_sequence_ids`` + ``add_many_spans``) without blocking the agent; on
+  exit the context waits (at most ``flush_timeout`` seconds) until every span is in the store. Failures
+  are logged, counted in ``get_last_export_report()`` and the spans stay in ``get_last_trace()``.
+* **One store path.** Spans always go through the store API, also for stores that accept OTLP
+  (``capabilities["otlp_traces"]``); the HTTP store batches ``add_many_spans`` into one request.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import importlib.util
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.trace import Status, StatusCode
+
+from agl_core.semconv import LightningResourceAttributes
+from agl_core.tracer._binding import TraceBinding, TraceExportReport
+from agl_core.tracer._processor import LightningSpanProcessor
+from agl_core.tracer.base import Tracer
+from agl_core.types import Attributes, SpanCoreFields, TraceStatus, convert_timestamp
+from agl_core.utils.otel import format_exception_attributes
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import Span as SdkSpan
+
+    from agl_core.store.base import LightningStore
+    from agl_core.types import Span
+    from agl_core.types import StatusCode as AglStatusCode
+
+__all__ = ["OtelSpanRecordingContext", "OtelTracer"]
+
+logger = logging.getLogger(__name__)
+
+_DEFAULT_MAX_SPAN_ATTRIBUTES = 10_000
+
+
+def _to_ns(timestamp: float | None) -> int | None:
+    """Seconds (or nanoseconds when > 1e12) to integer nanoseconds."""
+    if timestamp is None:
+        return None
+    seconds = convert_timestamp(timestamp)
+    assert seconds is not None
+    return int(seconds * 1e9)
+
+
+def _otel_status(status: TraceStatus) -> Status:
+    code = StatusCode[status.status_code]
+    return Status(code, status.description if code is StatusCode.ERROR else None)
+
+
+def _core_fields(span: Any) -> SpanCoreFields:
+    """:class:`SpanCoreFields` of an SDK span (live or ended); validating a plain dict is the fast path."""
+    status = span.status
+    attributes = span.attributes
+    return SpanCoreFields.model_validate(
+        {
+            "name": span.name,
+            "attributes": dict(attributes) if attributes else {},
+            "start_time": convert_timestamp(span.start_time),
+            "end_time": convert_timestamp(span.end_time),
+            "status": {"status_code": status.status_code.name, "description": status.description},
+        }
+    )
+
+
+class OtelSpanRecordingContext:
+    """``SpanRecordingContext`` over a live OpenTelemetry span (what ``operation_context`` yields)."""
+
+    def __init__(self, span: SdkSpan) -> None:
+        self._span = span
+
+    def record_exception(self, exception: BaseException) -> None:
+        """Set the OpenTelemetry exception attributes on the span."""
+        self._span.set_attributes(format_exception_attributes(exception))
+
+    def record_attributes(self, attributes: Attributes) -> None:
+        """Add attributes to the span."""
+        self._span.set_attributes(attributes)
+
+    def record_status(self, code: AglStatusCode, description: str | None = None) -> None:
+        """Set the span's status."""
+        self._span.set_status(_otel_status(TraceStatus(status_code=code, description=description)))
+
+    def get_recorded_span(self) -> SpanCoreFields:
+        """What was recorded so far (final once the block has exited)."""
+        return _core_fields(self._span)
+
+
+class OtelTracer(Tracer):
+    """The OpenTelemetry tracer (see the module docstring for the design).
+
+    Args:
+        flush_timeout: Seconds ``trace_context`` waits on exit for the store to acknowledge every span.
+        batch_size: Most spans written in one ``add_many_spans`` call.
+        instrument_llm_clients: Capture ``openai`` client calls as GenAI spans when ``openai`` and
+            ``opentelemetry-instrumentation-openai-v2`` are installed (extra ``agl-core[openai]``).
+        resource_attributes: Extra OpenTelemetry resource attributes of this tracer's spans.
+    """
+
+    def __init__(
+        self,
+        *,
+        flush_timeout: float = 30.0,
+        batch_size: int = 512,
+        instrument_llm_clients: bool = True,
+        resource_attributes: dict[str, Any] | None = None,
+    ) -> None:
+        if flush_timeout <= 0:
+            raise ValueError(f"flush_timeout must be > 0 seconds, got {flush_timeout!r}.")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size!r}.")
+        self.flush_timeout = float(flush_timeout)
+        self.batch_size = int(batch_size)
+        self.instrument_llm_clients = instrument_llm_clients
+        self._resource_attributes = dict(resource_attributes or {})
+        self._provider: TracerProvider | None = None
+        self._otel_tracer: trace_api.Tracer | None = None
+        self._instrumented = False
+        self._last_binding: TraceBinding | None = None
+        self._context_last: contextvars.ContextVar[TraceBinding | None] = contextvars.ContextVar(
+            f"agl_otel_last_trace_{id(self)}", default=None
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def tracer_provider(self) -> TracerProvider | None:
+        """This tracer's own SDK provider (None before ``init_worker``); never the global one."""
+        return self._provider
+
+    def init_worker(
+        self, worker_id: int, store: LightningStore | None = None, *args: Any, **kwargs: Any
+    ) -> None:
+        """Build the provider and processor, instrument LLM clients; a second call only updates the store."""
+        super().init_worker(worker_id, store)
+        if self._provider is not None:
+            logger.debug("OtelTracer.init_worker called again; keeping the existing provider.")
+            return
+        limits = SpanLimits(
+            max_span_attributes=None
+            if "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in os.environ
+            else _DEFAULT_MAX_SPAN_ATTRIBUTES
+        )
+        resource = Resource.create(
+            {
+                "service.name": "agl",
+                LightningResourceAttributes.TRACER_NAME.value: "otel",
+                **self._resource_attributes,
+            }
+        )
+        provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, span_limits=limits)
+        provider.add_span_processor(LightningSpanProcessor())
+        self._provider = provider
+        self._otel_tracer = provider.get_tracer("agentlightning")
+        if self.instrument_llm_clients:
+            self._instrumented = _instrument_llm_clients()
+
+    def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
+        """Undo the LLM-client instrumentation (when it was ours) and shut the provider down."""
+        if self._instrumented:
+            from agl_core.instrumentation.openai import uninstrument_openai
+
+            uninstrument_openai()
+            self._instrumented = False
+        provider, self._provider, self._otel_tracer = self._provider, None, None
+        if provider is not None:
+            provider.shutdown()
+
+    # ------------------------------------------------------------------ tracing
+
+    @asynccontextmanager
+    async def _trace_context(
+        self,
+        name: str | None,
+        *,
+        store: LightningStore | None,
+        rollout_id: str | None,
+        attempt_id: str | None,
+    ) -> AsyncIterator[trace_api.Tracer]:
+        if self._otel_tracer is None:
+            raise RuntimeError("OtelTracer is not initialized. Call init_worker() first.")
+        store = store if store is not None else self._store
+        if rollout_id is not None and store is None:
+            raise ValueError(
+                "store is required to be initialized when rollout_id and attempt_id are provided"
+            )
+        binding = TraceBinding(
+            name=name, rollout_id=rollout_id, attempt_id=attempt_id, store=store, batch_size=self.batch_size
+        )
+        token = binding.open()
+        try:
+            yield self._otel_tracer
+        finally:
+            await binding.close(token, self.flush_timeout)
+            self._last_binding = binding
+            self._context_last.set(binding)
+
+    def _last(self) -> TraceBinding | None:
+        return self._context_last.get() or self._last_binding
+
+    def get_last_trace(self) -> list[Span]:
+        """Spans of the last ``trace_context`` exited in this task (else in this tracer), in end order."""
+        binding = self._last()
+        return binding.spans() if binding is not None else []
+
+    def get_last_export_report(self) -> TraceExportReport | None:
+        """How the last trace's spans reached the store (None before the first ``trace_context``)."""
+        binding = self._last()
+        return binding.export_report() if binding is not None else None
+
+    def _tracer(self) -> trace_api.Tracer:
+        if self._otel_tracer is None:
+            raise RuntimeError("OtelTracer is not initialized. Call init_worker() first.")
+        return self._otel_tracer
+
+    def create_span(
+        self,
+        name: str,
+        attributes: dict[str, Any] | None = None,
+        timestamp: float | None = None,
+        status: TraceStatus | None = None,
+    ) -> SpanCoreFields:
+        """Start and end a real span at ``timestamp`` (seconds, or nanoseconds if > 1e12) or now."""
+        at_ns = _to_ns(timestamp) if timestamp is not None else time.time_ns()
+        span = self._tracer().start_span(name, attributes=attributes, start_time=at_ns)
+        if status is not None:
+            span.set_status(_otel_status(status))
+        span.end(end_time=at_ns)
+        return _core_fields(span)
+
+    @contextmanager
+    def operation_context(
+        self,
+        name: str,
+        attributes: dict[str, Any] | None = None,
+        start_time: float | None = None,
+        end_time: float | None = None,
+    ) -> Iterator[OtelSpanRecordingContext]:
+        """A span current for the block; an exception adds exception attributes, sets ERROR and propagates."""
+        span = self._tracer().start_span(name, attributes=attributes, start_time=_to_ns(start_time))
+        recording = OtelSpanRecordingContext(span)  # type: ignore[arg-type]
+        try:
+            with trace_api.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                yield recording
+        except BaseException as exc:
+            recording.record_exception(exc)
+            recording.record_status("ERROR", str(exc))
+            raise
+        finally:
+            span.end(end_time=_to_ns(end_time))
+
+
+def _instrument_llm_clients() -> bool:
+    """Instrument the ``openai`` client when it is installed; True when this call instrumented it."""
+    if importlib.util.find_spec("openai") is None:
+        logger.debug("openai is not installed; LLM calls through it are not captured.")
+        return False
+    from agl_core.instrumentation.openai import instrument_openai
+
+    try:
+        instrument_openai()
+    except ImportError as exc:
+        logger.warning("LLM calls made with the openai client will NOT be traced: %s", exc)
+        return False
+    return True
