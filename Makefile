@@ -4,7 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: help venv demo test test-core lint format bench clean
+PLUGINS := $(notdir $(wildcard plugins/*))
+
+.PRECIOUS: .venv-%/.installed
+
+.PHONY: help venv demo test test-core test-plugins lint format bench clean
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -23,10 +27,26 @@ venv: $(VENV)/.installed
 demo: venv
 	$(VENV)/bin/agl plugins list --all
 
-test: venv test-core
+test: venv test-core test-plugins
 
 test-core: venv
 	$(PY) -m pytest -q
+
+# Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
+# (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
+# plugins/<plugin>/requirements-pre.txt.
+.venv-%/.installed: pyproject.toml plugins/%/pyproject.toml
+	$(PYTHON) -m venv .venv-$*
+	.venv-$*/bin/python -m pip install -q --upgrade pip
+	@if [ -f plugins/$*/requirements-pre.txt ]; then \
+	  .venv-$*/bin/python -m pip install -q -r plugins/$*/requirements-pre.txt; fi
+	.venv-$*/bin/python -m pip install -q -e . -e 'plugins/$*[test]'
+	@touch $@
+
+test-plugin-%: .venv-%/.installed
+	cd plugins/$* && ../../.venv-$*/bin/python -m pytest -q
+
+test-plugins: $(addprefix test-plugin-,$(PLUGINS))
 
 lint: venv
 	$(VENV)/bin/ruff check .
@@ -40,4 +60,4 @@ bench: venv
 	$(PY) bench/import_bench.py
 
 clean:
-	rm -rf $(VENV) .agl build dist *.egg-info
+	rm -rf $(VENV) .venv-* .agl build dist *.egg-info

@@ -15,8 +15,10 @@ from agl_core.tracer.base import Tracer, clear_active_tracer, get_active_tracer,
 from agl_core.tracer.dummy import DummySpanRecordingContext, DummyTracer
 
 __all__ = [
+    "ActiveTracerProvider",
     "DummySpanRecordingContext",
     "DummyTracer",
+    "LightningSpanProcessor",
     "OtelSpanRecordingContext",
     "OtelTracer",
     "TraceExportReport",
@@ -27,6 +29,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "ActiveTracerProvider": "agl_core.tracer._routing",
+    "LightningSpanProcessor": "agl_core.tracer._processor",
     "OtelTracer": "agl_core.tracer.otel",
     "OtelSpanRecordingContext": "agl_core.tracer.otel",
     "TraceExportReport": "agl_core.tracer._binding",
@@ -44,4 +48,6 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:  # pragma: no cover
     from agl_core.tracer._binding import TraceExportReport
+    from agl_core.tracer._processor import LightningSpanProcessor
+    from agl_core.tracer._routing import ActiveTracerProvider
     from agl_core.tracer.otel import OtelSpanRecordingContext, OtelTracer

@@ -1,0 +1,46 @@
+"""agl-agentops: trace agents with the AgentOps SDK into the agl store (tracer ``"agentops"``).
+
+Importing this package is cheap: the names below load ``agentops`` only when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.4.0"
+
+__all__ = [
+    "AgentOpsExportStats",
+    "AgentOpsTracer",
+    "ExporterProbe",
+    "__version__",
+    "instrument_token_ids",
+    "probe_agentops_exporter",
+    "uninstrument_token_ids",
+]
+
+_LAZY = {
+    "AgentOpsTracer": "agl_agentops.tracer",
+    "AgentOpsExportStats": "agl_agentops.exporter",
+    "ExporterProbe": "agl_agentops.compat",
+    "probe_agentops_exporter": "agl_agentops.compat",
+    "instrument_token_ids": "agl_agentops.token_ids",
+    "uninstrument_token_ids": "agl_agentops.token_ids",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agl_agentops' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agl_agentops.compat import ExporterProbe, probe_agentops_exporter
+    from agl_agentops.exporter import AgentOpsExportStats
+    from agl_agentops.token_ids import instrument_token_ids, uninstrument_token_ids
+    from agl_agentops.tracer import AgentOpsTracer
