@@ -1,0 +1,54 @@
+"""agl-apo: automatic prompt optimization (APO) for agl.
+
+``from agl_apo import APO`` (or ``agl_core.APO`` / ``Trainer(algorithm="apo")``). Names are imported on
+first access, so loading the plugin's entry point stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.4.0"
+
+_LAZY: dict[str, str] = {
+    "APO": "agl_apo.algorithm",
+    "APOConfigError": "agl_apo.algorithm",
+    "APOReport": "agl_apo.report",
+    "APORunState": "agl_apo.state",
+    "APOStateError": "agl_apo.state",
+    "CandidateRecord": "agl_apo.state",
+    "RoundRecord": "agl_apo.state",
+    "load_run_state": "agl_apo.state",
+    "OptimizerConfigError": "agl_apo.optimizer",
+    "OptimizerError": "agl_apo.optimizer",
+    "OptimizerLLM": "agl_apo.optimizer",
+    "OptimizerUnreachableError": "agl_apo.optimizer",
+}
+
+__all__ = ["__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'agl_apo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from agl_apo.algorithm import APO, APOConfigError  # noqa: F401
+    from agl_apo.optimizer import (  # noqa: F401
+        OptimizerConfigError,
+        OptimizerError,
+        OptimizerLLM,
+        OptimizerUnreachableError,
+    )
+    from agl_apo.report import APOReport  # noqa: F401
+    from agl_apo.state import APORunState, APOStateError, CandidateRecord, RoundRecord, load_run_state  # noqa: F401
