@@ -1,0 +1,782 @@
+"""`InMemoryLightningStore`: the fast in-process store (``memory:``), safe across threads and event loops.
+
+Design:
+
+- **One lock, no awaits inside it.** Every method runs one synchronous critical section under a
+  `threading.Lock`, so the store is atomic for many tasks of one loop, for many threads and for many
+  event loops at once, and never blocks a loop for longer than one operation.
+- **Immutable snapshots.** Stored `Rollout`, `Attempt`, `Worker` and `ResourcesUpdate` objects are
+  never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
+  return the stored snapshots themselves, so a returned object never changes after it was returned.
+  Returned objects are shared with the store: treat them as read-only and change state through the
+  `update_*` methods. Spans are kept as given (do not modify a span after adding it) and never
+  changed by the store.
+- **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
+  (list + set of ``attempt_id + span_id`` keys for de-duplication) and a cached "rollout with latest
+  attempt" view. The FIFO queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are
+  dropped lazily when dequeued. The watchdog scans only an index of ``preparing``/``running``
+  rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
+- **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
+  rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
+  timeout, the waiter also wakes every ``clamp(scan_debounce_seconds, 0.05, 1.0)`` seconds to run the
+  (debounced) watchdog, so a dead runner's rollout still times out while nobody else calls the store.
+
+This module is the async, validating, locking API; the collections and the write paths it runs under
+its lock live in `agl_core.store._memory_state`. The semantics shared with the other backends
+(statuses, timestamps, workers, filters, sorting, pagination, sequence ids, watchdog) come from
+`agl_core.store._logic`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from pydantic import ValidationError
+
+from agl_core.store._logic import (
+    NormalizedFilter,
+    build_predicate,
+    draw_unique_id,
+    new_resources_id,
+    paginate,
+    plan_sequence_ids,
+    resolve_rollout_query_aliases,
+    resources_query_filter,
+    rollout_end_time_for,
+    rollout_query_filter,
+    sort_items,
+    sort_key_for,
+    span_query_filter,
+    validate_attempt_status,
+    validate_mode,
+    validate_pagination,
+    validate_rollout_status,
+    validate_sort_order,
+    validate_span,
+    worker_query_filter,
+    worker_updates_for_heartbeat,
+)
+from agl_core.store._memory_inputs import (
+    check_limit,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_id_list,
+    check_timeout,
+    copy_config,
+    copy_metadata,
+    enqueue_requests,
+)
+from agl_core.store._memory_models import replace
+from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
+from agl_core.store.base import (
+    UNSET,
+    LightningStore,
+    LightningStoreCapabilities,
+    LightningStoreStatistics,
+    Unset,
+)
+from agl_core.store.errors import (
+    AttemptNotFoundError,
+    InvalidRequestError,
+    StoreClosedError,
+)
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    Span,
+    Worker,
+)
+from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+
+if TYPE_CHECKING:
+    from agl_core.types import (
+        AttemptStatus,
+        EnqueueRolloutRequest,
+        NamedResources,
+        RolloutMode,
+        RolloutStatus,
+        WorkerStatus,
+    )
+
+__all__ = ["InMemoryLightningStore"]
+
+logger = logging.getLogger(__name__)
+
+_S = TypeVar("_S", bound="InMemoryLightningStore")
+
+_FINISHED = FINISHED_ROLLOUT_STATUSES
+
+
+class _NullLock:
+    """Stand-in for the lock when the store is created with ``thread_safe=False``."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _as_invalid_request(what: str, exc: ValidationError) -> InvalidRequestError:
+    return InvalidRequestError(f"Invalid {what}: {exc}")
+
+
+class InMemoryLightningStore(LightningStore):
+    """The in-process `LightningStore`: a dict-and-deque store behind one lock (see the module docstring).
+
+    Every method follows `LightningStore`'s contract. Returned models are immutable snapshots shared
+    with the store: they never change after being returned, and callers must not modify them.
+    `close()` wakes and fails pending `wait_for_rollouts` calls (`StoreClosedError`) and makes later
+    waits fail; the data stays readable. Spans are never evicted.
+
+    Args:
+        clock: "Now" in seconds since the epoch, for every timestamp and the watchdog (tests pass a fake).
+        scan_debounce_seconds: Minimum seconds of `clock` between two watchdog scans; 0 scans before
+            every guarded call.
+        thread_safe: Guard state with a `threading.Lock` (the default). ``False`` skips the lock: use
+            the store from one thread only (any number of tasks of its event loop).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        scan_debounce_seconds: float = 10.0,
+        thread_safe: bool = True,
+    ) -> None:
+        super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
+        self._thread_safe = bool(thread_safe)
+        self._lock: threading.Lock | _NullLock = threading.Lock() if thread_safe else _NullLock()
+        self._state = MemoryState(clock, self._watchdog_due)
+        self._closed = False
+        self._wait_poll_seconds = min(1.0, max(0.05, self.scan_debounce_seconds))
+
+    @classmethod
+    def from_uri(cls: type[_S], uri: str, **kwargs: Any) -> _S:
+        """Open a fresh, empty store from ``"memory:"``; keyword arguments go to the constructor."""
+        if not isinstance(uri, str) or uri.strip().lower() != "memory:":
+            raise InvalidRequestError(
+                f"InMemoryLightningStore opens only the URI 'memory:', got {uri!r}. Pass options such as "
+                "scan_debounce_seconds as keyword arguments: open_store('memory:', scan_debounce_seconds=0)."
+            )
+        return cls(**kwargs)
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """Async-safe; thread-safe unless built with ``thread_safe=False``; no zero-copy, no OTLP."""
+        return LightningStoreCapabilities(
+            thread_safe=self._thread_safe, async_safe=True, zero_copy=False, otlp_traces=False
+        )
+
+    async def close(self) -> None:
+        """Fail pending and future `wait_for_rollouts` calls with `StoreClosedError`. Idempotent."""
+        with self._lock:
+            self._closed = True
+            self._state.waiters.wake_all()
+
+    async def statistics(self) -> LightningStoreStatistics:
+        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime."""
+        st = self._state
+        with self._lock:
+            return LightningStoreStatistics(
+                name=type(self).__name__,
+                total_rollouts=len(st.rollouts),
+                total_attempts=st.total_attempts,
+                total_spans=st.total_spans,
+                total_resources=len(st.resources),
+                total_workers=len(st.workers),
+                uptime=self._uptime(),
+            )
+
+    # ------------------------------------------------------------------ rollouts and attempts
+
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """Create a ``preparing`` rollout with attempt #1, not queued (see `LightningStore.start_rollout`)."""
+        mode = validate_mode(mode)
+        resources_id = check_optional_str("resources_id", resources_id)
+        worker_id = check_optional_str("worker_id", worker_id)
+        config_copy = copy_config(config)
+        metadata_copy = copy_metadata("metadata", metadata)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            rec = st.create_rollout(input, mode, resources_id, config_copy, metadata_copy, "preparing", now)
+            return st.new_attempt(rec, now, worker_id, dequeue=False)
+
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """Create a ``queuing`` rollout at the tail of the queue (see `LightningStore.enqueue_rollout`)."""
+        mode = validate_mode(mode)
+        resources_id = check_optional_str("resources_id", resources_id)
+        config_copy = copy_config(config)
+        metadata_copy = copy_metadata("metadata", metadata)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            return st.create_rollout(
+                input, mode, resources_id, config_copy, metadata_copy, "queuing", now
+            ).rollout
+
+    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """Enqueue every request atomically, in input order (all are validated first)."""
+        prepared = [
+            (
+                r.input,
+                validate_mode(r.mode),
+                check_optional_str("resources_id", r.resources_id),
+                copy_config(r.config),
+                copy_metadata("metadata", r.metadata),
+            )
+            for r in enqueue_requests(rollouts)
+        ]
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            return [
+                st.create_rollout(input, mode, resources_id, config, metadata, "queuing", now).rollout
+                for input, mode, resources_id, config, metadata in prepared
+            ]
+
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """Claim the oldest queued rollout with a new ``preparing`` attempt; None if the queue is empty."""
+        worker_id = check_optional_str("worker_id", worker_id)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            rec = st.pop_queued()
+            if rec is not None:
+                return st.new_attempt(rec, now, worker_id, dequeue=True)
+            if worker_id:
+                st.worker_found_nothing(worker_id, now)
+            return None
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """Claim up to ``limit`` queued rollouts atomically, in FIFO order (``limit <= 0``: none)."""
+        limit = check_limit(limit)
+        worker_id = check_optional_str("worker_id", worker_id)
+        if limit <= 0:
+            return []
+        claimed: list[AttemptedRollout] = []
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            while len(claimed) < limit:
+                rec = st.pop_queued()
+                if rec is None:
+                    break
+                claimed.append(st.new_attempt(rec, now, worker_id, dequeue=True))
+            if not claimed and worker_id:
+                st.worker_found_nothing(worker_id, now)
+        return claimed
+
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """Start a new ``preparing`` attempt on any rollout (manual retry; ignores ``max_attempts``)."""
+        worker_id = check_optional_str("worker_id", worker_id)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.record(rollout_id)
+            return st.new_attempt(rec, self.clock(), worker_id, dequeue=False)
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """Rollouts matching the filters, each with its latest attempt (`LightningStore.query_rollouts`)."""
+        statuses, ids = resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
+        normalized = rollout_query_filter(
+            status_in=statuses,
+            rollout_id_in=ids,
+            rollout_id_contains=rollout_id_contains,
+            filter_logic=filter_logic,
+        )
+        validate_pagination(limit, offset)
+        order = validate_sort_order(sort_order)
+        if sort_by is not None:
+            sort_key_for(sort_by, Rollout)  # reject an unknown field before doing any work
+        predicate = build_predicate(normalized)
+        wanted_ids = self._narrowing_ids(normalized)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rollouts = st.rollouts
+            if wanted_ids is None:
+                candidates: Any = rollouts.values()
+            else:
+                candidates = sorted(
+                    (rollouts[i] for i in wanted_ids if i in rollouts), key=lambda rec: rec.order
+                )
+            matched = [st.view(rec) for rec in candidates if predicate(rec.rollout)]
+        return paginate(sort_items(matched, sort_by, order, Rollout), limit, offset)
+
+    @staticmethod
+    def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
+        """Rollout ids every match must be among (from ``rollout_id_in`` under AND), else None."""
+        if normalized.aggregate != "and" and len(normalized.conditions) != 1:
+            return None
+        for cond in normalized.conditions:
+            if cond.field == "rollout_id" and cond.op == "within" and isinstance(cond.value, frozenset):
+                return cond.value
+        return None
+
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
+        validate_pagination(limit, offset)
+        order = validate_sort_order(sort_order)
+        if sort_by is not None:
+            sort_key_for(sort_by, Attempt)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.rollouts.get(rollout_id)
+            attempts = [] if rec is None else list(rec.attempts)
+        if not (sort_by == "sequence_id" and order == "asc"):  # attempts are stored in sequence order
+            attempts = sort_items(attempts, sort_by, order, Attempt)
+        return paginate(attempts, limit, offset)
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """The rollout with its latest attempt attached when it has one; None if unknown."""
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.rollouts.get(rollout_id)
+            return None if rec is None else st.view(rec)
+
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """The attempt with the highest ``sequence_id``, or None."""
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.rollouts.get(rollout_id)
+            return rec.attempts[-1] if rec is not None and rec.attempts else None
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """Replace the given rollout fields (see `LightningStore.update_rollout`); returns the new snapshot.
+
+        ``config=None`` resets the config to the defaults.
+        """
+        changes: dict[str, Any] = {}
+        if input is not UNSET:
+            changes["input"] = input
+        if mode is not UNSET:
+            changes["mode"] = validate_mode(mode)
+        if resources_id is not UNSET:
+            changes["resources_id"] = check_optional_str("resources_id", resources_id)
+        if status is not UNSET:
+            changes["status"] = validate_rollout_status(status)
+        if config is not UNSET:
+            changes["config"] = copy_config(config)
+        if metadata is not UNSET:
+            changes["metadata"] = copy_metadata("metadata", metadata)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.record(rollout_id)
+            if status is not UNSET:
+                changes["end_time"] = rollout_end_time_for(status, self.clock())  # type: ignore[arg-type]
+            rollout = replace(rec.rollout, changes)
+            st.store_rollout(rec, rollout)
+            return rollout
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """Replace the given attempt fields and propagate (see `LightningStore.update_attempt`)."""
+        if status is not UNSET:
+            validate_attempt_status(status)
+        if worker_id is not UNSET:
+            check_optional_str("worker_id", worker_id)
+        if last_heartbeat_time is not UNSET:
+            check_optional_number("last_heartbeat_time", last_heartbeat_time)
+        if metadata is not UNSET:
+            metadata = copy_metadata("metadata", metadata)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.record(rollout_id)
+            if attempt_id == "latest":
+                if not rec.attempts:
+                    raise AttemptNotFoundError(rollout_id, "latest")
+                index = len(rec.attempts) - 1
+            else:
+                found = rec.attempt_index.get(attempt_id)
+                if found is None:
+                    raise AttemptNotFoundError(rollout_id, attempt_id)
+                index = found
+            return st.apply_attempt_update(
+                rec, index, self.clock(), status, worker_id, last_heartbeat_time, metadata
+            )
+
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """Wait until the rollouts finish; return those finished by the deadline, in input order.
+
+        Woken by the rollouts' completion, not by polling; only while a waited-for rollout has a
+        watchdog deadline does it also wake at most every second so the watchdog can time it out.
+        Unknown ids are omitted; ``timeout <= 0`` checks once; None waits indefinitely (real time).
+        Raises `StoreClosedError` if the store is or gets closed.
+        """
+        ids = check_rollout_id_list(rollout_ids)
+        wait_limit = check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if wait_limit is None else time.monotonic() + wait_limit
+        st = self._state
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise StoreClosedError("The store was closed; wait_for_rollouts cannot wait on it.")
+                st.watchdog()
+                rollouts = st.rollouts
+                pending = [
+                    rid
+                    for rid in ids
+                    if (rec := rollouts.get(rid)) is not None and rec.rollout.status not in _FINISHED
+                ]
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if not pending or (remaining is not None and remaining <= 0):
+                    return [
+                        rec.rollout
+                        for rid in ids
+                        if (rec := rollouts.get(rid)) is not None and rec.rollout.status in _FINISHED
+                    ]
+                watchdog_may_act = any(has_watchdog_deadline(rollouts[rid].rollout.config) for rid in pending)
+                waiter = st.waiters.register(loop, pending)
+            delay = remaining
+            if watchdog_may_act:
+                delay = self._wait_poll_seconds if delay is None else min(delay, self._wait_poll_seconds)
+            try:
+                await asyncio.wait((waiter.future,), timeout=delay)
+            finally:
+                with self._lock:
+                    st.waiters.unregister(waiter)
+
+    # ------------------------------------------------------------------ spans
+
+    async def add_span(self, span: Span) -> Span | None:
+        """Store the span (kept as given: do not modify it afterwards) and count it as a heartbeat.
+
+        Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
+        """
+        validate_span(span)
+        st = self._state
+        with self._lock:
+            rec = st.record(span.rollout_id)
+            index = rec.attempt_index.get(span.attempt_id)
+            if index is None:
+                raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
+            if not st.insert_span(rec, span):
+                return None
+            st.heartbeat(rec, index, self.clock())
+            return span
+
+    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
+        """Validate every span first, then store the new ones atomically; returns those inserted."""
+        batch = [validate_span(span) for span in spans]
+        st = self._state
+        with self._lock:
+            targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
+            located: list[tuple[RolloutRecord, int]] = []
+            for span in batch:
+                pair = (span.rollout_id, span.attempt_id)
+                target = targets.get(pair)
+                if target is None:
+                    rec = st.record(span.rollout_id)
+                    index = rec.attempt_index.get(span.attempt_id)
+                    if index is None:
+                        raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
+                    target = targets[pair] = (rec, index)
+                located.append(target)
+            inserted: list[Span] = []
+            touched: dict[tuple[RolloutRecord, int], None] = {}
+            for span, target in zip(batch, located, strict=True):
+                if st.insert_span(target[0], span):
+                    inserted.append(span)
+                    touched[target] = None
+            if touched:
+                now = self.clock()
+                for rec, index in touched:
+                    st.heartbeat(rec, index, now)
+            return inserted
+
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """Issue the rollout's next span sequence id (1, 2, 3, ...; ids are not checked to exist)."""
+        if not isinstance(rollout_id, str):
+            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
+        with self._lock:
+            counters = self._state.sequence_ids
+            value = counters[rollout_id] = counters.get(rollout_id, 0) + 1
+            return value
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
+        rollout_ids: list[str] = []
+        for pair in rollout_attempt_ids:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[0], str):
+                raise InvalidRequestError(
+                    f"Expected (rollout_id, attempt_id) pairs of strings, got {pair!r}."
+                )
+            rollout_ids.append(pair[0])
+        with self._lock:
+            counters = self._state.sequence_ids
+            issued, updated = plan_sequence_ids(rollout_ids, lambda rid: counters.get(rid, 0))
+            counters.update(updated)
+            return issued
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """Spans of one rollout (only its own spans are read); see `LightningStore.query_spans`."""
+        if not isinstance(rollout_id, str):
+            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
+        check_optional_str("attempt_id", attempt_id)
+        normalized = span_query_filter(
+            rollout_id,
+            None,
+            trace_id=trace_id,
+            trace_id_contains=trace_id_contains,
+            span_id=span_id,
+            span_id_contains=span_id_contains,
+            parent_id=parent_id,
+            parent_id_contains=parent_id_contains,
+            name=name,
+            name_contains=name_contains,
+            filter_logic=filter_logic,
+        )
+        validate_pagination(limit, offset)
+        order = validate_sort_order(sort_order)
+        if sort_by is not None:
+            sort_key_for(sort_by, Span)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            rec = st.rollouts.get(rollout_id)
+            if rec is None or (attempt_id == "latest" and not rec.attempts):
+                spans: list[Span] = []
+                presorted = True
+            else:
+                if attempt_id == "latest":
+                    attempt_id = rec.attempts[-1].attempt_id
+                spans = list(rec.spans)
+                presorted = rec.spans_sorted
+        # The rollout is fixed by the record; filter the attempt and the field pool outside the lock.
+        if attempt_id is not None and spans:
+            spans = [s for s in spans if s.attempt_id == attempt_id]
+        if normalized.conditions and spans:
+            predicate = build_predicate(NormalizedFilter(normalized.conditions, (), normalized.aggregate))
+            spans = [s for s in spans if predicate(s)]
+        if not (presorted and sort_by == "sequence_id" and order == "asc"):
+            spans = sort_items(spans, sort_by, order, Span)
+        return paginate(spans, limit, offset)
+
+    # ------------------------------------------------------------------ resources
+
+    def _resources_update(
+        self, resources_id: str, resources: NamedResources, create_time: float, now: float, version: int
+    ) -> ResourcesUpdate:
+        try:
+            return ResourcesUpdate(
+                resources_id=resources_id,
+                create_time=create_time,
+                update_time=now,
+                version=version,
+                resources=resources,
+            )
+        except ValidationError as exc:
+            raise _as_invalid_request("resources (expected a dict of name -> resource)", exc) from None
+
+    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+        """Store a new snapshot under a fresh ``rs-`` id at version 1; it becomes the latest."""
+        st = self._state
+        with self._lock:
+            now = self.clock()
+            resources_id = draw_unique_id(new_resources_id, st.resources)
+            update = self._resources_update(resources_id, resources, now, now, 1)
+            st.resources[resources_id] = update
+            st.latest_resources_id = resources_id
+            return update
+
+    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+        """Upsert a snapshot: version 1 for a new id, else version+1 keeping ``create_time``."""
+        if not isinstance(resources_id, str) or not resources_id:
+            raise InvalidRequestError(f"resources_id must be a non-empty string, got {resources_id!r}.")
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            now = self.clock()
+            previous = st.resources.get(resources_id)
+            if previous is None:
+                update = self._resources_update(resources_id, resources, now, now, 1)
+            else:
+                update = self._resources_update(
+                    resources_id, resources, previous.create_time, now, previous.version + 1
+                )
+            st.resources[resources_id] = update  # an update keeps the id's insertion position
+            st.latest_resources_id = resources_id
+            return update
+
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """The snapshot with this id, or None."""
+        with self._lock:
+            return self._state.resources.get(resources_id)
+
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """The most recently added or updated snapshot, or None."""
+        st = self._state
+        with self._lock:
+            latest = st.latest_resources_id
+            return None if latest is None else st.resources[latest]
+
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
+        predicate = build_predicate(
+            resources_query_filter(resources_id=resources_id, resources_id_contains=resources_id_contains)
+        )
+        validate_pagination(limit, offset)
+        order = validate_sort_order(sort_order)
+        if sort_by is not None:
+            sort_key_for(sort_by, ResourcesUpdate)
+        st = self._state
+        with self._lock:
+            if resources_id is not None:
+                found = st.resources.get(resources_id)
+                matched = [] if found is None or not predicate(found) else [found]
+            else:
+                matched = [r for r in st.resources.values() if predicate(r)]
+        return paginate(sort_items(matched, sort_by, order, ResourcesUpdate), limit, offset)
+
+    # ------------------------------------------------------------------ workers
+
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """Workers matching the filters combined with ``filter_logic`` (no condition matches all)."""
+        predicate = build_predicate(
+            worker_query_filter(
+                status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
+            )
+        )
+        validate_pagination(limit, offset)
+        order = validate_sort_order(sort_order)
+        if sort_by is not None:
+            sort_key_for(sort_by, Worker)
+        st = self._state
+        with self._lock:
+            st.watchdog()
+            matched = [w for w in st.workers.values() if predicate(w)]
+        return paginate(sort_items(matched, sort_by, order, Worker), limit, offset)
+
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """The worker with this id, or None."""
+        with self._lock:
+            return self._state.workers.get(worker_id)
+
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
+        if not isinstance(worker_id, str) or not worker_id:
+            raise InvalidRequestError(f"worker_id must be a non-empty string, got {worker_id!r}.")
+        st = self._state
+        with self._lock:
+            updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
+            st.upsert_worker(worker_id, updates)
+            return st.workers[worker_id]
