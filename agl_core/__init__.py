@@ -25,6 +25,87 @@ _LAZY: dict[str, str] = {
     "Registry": "agl_core.registry",
 }
 
+_MODULE_NAMES: dict[str, list[str]] = {
+    "agl_core.adapter": [
+        "Adapter",
+        "LlmProxyTraceToTriplet",
+        "OtelTraceAdapter",
+        "TraceAdapter",
+        "TraceToMessages",
+        "TraceToTripletBase",
+        "TracerTraceToTriplet",
+    ],
+    "agl_core.algorithm": ["Algorithm", "Baseline", "FastAlgorithm", "algo"],
+    "agl_core.emitter": [
+        "emit_annotation",
+        "emit_exception",
+        "emit_message",
+        "emit_object",
+        "emit_reward",
+        "find_final_reward",
+        "find_reward_spans",
+        "get_message_value",
+        "get_object_value",
+        "get_reward_value",
+        "get_rewards_from_span",
+        "is_reward_span",
+        "operation",
+        "reward",
+    ],
+    "agl_core.env_var": [
+        "LightningEnvVar",
+        "resolve_bool_env_var",
+        "resolve_int_env_var",
+        "resolve_str_env_var",
+    ],
+    "agl_core.execution": [
+        "ClientServerExecutionStrategy",
+        "ExecutionEvent",
+        "ExecutionStrategy",
+        "MultiprocessingEvent",
+        "SharedMemoryExecutionStrategy",
+        "ThreadingEvent",
+    ],
+    "agl_core.litagent": ["LitAgent", "llm_rollout", "prompt_rollout", "rollout"],
+    "agl_core.llm_proxy": ["LLMProxy"],
+    "agl_core.runner": ["LitAgentRunner", "Runner"],
+    "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
+    "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
+    "agl_core.store.memory": ["InMemoryLightningStore"],
+    "agl_core.tracer": [
+        "DummyTracer",
+        "OtelTracer",
+        "Tracer",
+        "clear_active_tracer",
+        "get_active_tracer",
+        "set_active_tracer",
+    ],
+    "agl_core.trainer": ["Trainer", "build_component"],
+}
+for _module, _names in _MODULE_NAMES.items():
+    _LAZY.update(dict.fromkeys(_names, _module))
+
+
+def _plugin_factory(kind: str, name: str, public_name: str, distribution: str) -> Any:
+    """A function building the plugin ``kind`` registered as ``name``; the plugin is imported when called."""
+
+    def factory(*args: Any, **kwargs: Any) -> Any:
+        from agl_core.plugins import get_registry
+
+        return get_registry(kind).resolve(name)(*args, **kwargs)
+
+    factory.__name__ = factory.__qualname__ = public_name
+    factory.__doc__ = (
+        f"Build the {kind} {name!r} from the {distribution} plugin (``pip install {distribution}``); "
+        "arguments go to its constructor. A missing plugin raises UnknownComponentError naming the package."
+    )
+    return factory
+
+
+APO = _plugin_factory("algorithm", "apo", "APO", "agl-apo")
+VERL = _plugin_factory("algorithm", "verl", "VERL", "agl-verl")
+AgentOpsTracer = _plugin_factory("tracer", "agentops", "AgentOpsTracer", "agl-agentops")
+
 _TYPE_NAMES = [
     "Triplet",
     "RolloutLegacy",
@@ -76,7 +157,15 @@ _TYPE_NAMES = [
 ]
 _LAZY.update(dict.fromkeys(_TYPE_NAMES, "agl_core.types"))
 
-__all__ = ["PLUGIN_API_VERSION", "__version__", "hookimpl", *sorted(_LAZY)]
+__all__ = [
+    "APO",
+    "PLUGIN_API_VERSION",
+    "VERL",
+    "AgentOpsTracer",
+    "__version__",
+    "hookimpl",
+    *sorted(_LAZY),
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -93,6 +182,65 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from agl_core.adapter import (  # noqa: F401
+        Adapter,
+        LlmProxyTraceToTriplet,
+        OtelTraceAdapter,
+        TraceAdapter,
+        TracerTraceToTriplet,
+        TraceToMessages,
+        TraceToTripletBase,
+    )
+    from agl_core.algorithm import Algorithm, Baseline, FastAlgorithm, algo  # noqa: F401
+    from agl_core.emitter import (  # noqa: F401
+        emit_annotation,
+        emit_exception,
+        emit_message,
+        emit_object,
+        emit_reward,
+        find_final_reward,
+        find_reward_spans,
+        get_message_value,
+        get_object_value,
+        get_reward_value,
+        get_rewards_from_span,
+        is_reward_span,
+        operation,
+        reward,
+    )
+    from agl_core.env_var import (  # noqa: F401
+        LightningEnvVar,
+        resolve_bool_env_var,
+        resolve_int_env_var,
+        resolve_str_env_var,
+    )
+    from agl_core.execution import (  # noqa: F401
+        ClientServerExecutionStrategy,
+        ExecutionEvent,
+        ExecutionStrategy,
+        MultiprocessingEvent,
+        SharedMemoryExecutionStrategy,
+        ThreadingEvent,
+    )
+    from agl_core.litagent import LitAgent, llm_rollout, prompt_rollout, rollout  # noqa: F401
+    from agl_core.llm_proxy import LLMProxy  # noqa: F401
     from agl_core.plugins import PluginManager, get_plugin_manager, get_registry  # noqa: F401
     from agl_core.registry import Registry  # noqa: F401
+    from agl_core.runner import LitAgentRunner, Runner  # noqa: F401
+    from agl_core.store import (  # noqa: F401
+        LightningStore,
+        LightningStoreCapabilities,
+        LightningStoreStatistics,
+    )
+    from agl_core.store.http import LightningStoreClient, LightningStoreServer  # noqa: F401
+    from agl_core.store.memory import InMemoryLightningStore  # noqa: F401
+    from agl_core.tracer import (  # noqa: F401
+        DummyTracer,
+        OtelTracer,
+        Tracer,
+        clear_active_tracer,
+        get_active_tracer,
+        set_active_tracer,
+    )
+    from agl_core.trainer import Trainer, build_component  # noqa: F401
     from agl_core.types import *  # noqa: F403

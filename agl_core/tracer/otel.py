@@ -143,6 +143,22 @@ class OtelTracer(Tracer):
             f"agl_otel_last_trace_{id(self)}", default=None
         )
 
+    _RUNTIME_FIELDS = ("_provider", "_otel_tracer", "_instrumented", "_last_binding", "_context_last")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle/copy only the configuration: a copy is a fresh, uninitialised tracer."""
+        state = {k: v for k, v in self.__dict__.items() if k not in self._RUNTIME_FIELDS}
+        state.pop("_store", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._provider = None
+        self._otel_tracer = None
+        self._instrumented = False
+        self._last_binding = None
+        self._context_last = contextvars.ContextVar(f"agl_otel_last_trace_{id(self)}", default=None)
+
     # ------------------------------------------------------------------ lifecycle
 
     @property

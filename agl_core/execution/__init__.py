@@ -1,0 +1,29 @@
+"""Execution strategies: how the algorithm and the runners of a training run are laid out.
+
+* `SharedMemoryExecutionStrategy` (``"shm"``): threads of one process sharing one store object.
+* `ClientServerExecutionStrategy` (``"cs"``): the algorithm serves the store over HTTP; runners are
+  processes (local children, or ``agl runner`` on other machines).
+"""
+
+from agl_core.execution.base import AlgorithmBundle, ExecutionStrategy, RunnerBundle
+from agl_core.execution.client_server import ClientServerExecutionStrategy
+from agl_core.execution.events import ExecutionEvent, MultiprocessingEvent, ThreadingEvent
+from agl_core.execution.shared_memory import SharedMemoryExecutionStrategy
+
+__all__ = [
+    "STRATEGIES",
+    "AlgorithmBundle",
+    "ClientServerExecutionStrategy",
+    "ExecutionEvent",
+    "ExecutionStrategy",
+    "MultiprocessingEvent",
+    "RunnerBundle",
+    "SharedMemoryExecutionStrategy",
+    "ThreadingEvent",
+]
+
+STRATEGIES: dict[str, type[ExecutionStrategy]] = {
+    "shm": SharedMemoryExecutionStrategy,
+    "cs": ClientServerExecutionStrategy,
+}
+"""Strategy names accepted by ``Trainer(strategy=...)``."""
