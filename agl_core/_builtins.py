@@ -27,11 +27,78 @@ def agl_register_stores(registry: Registry[Any]) -> None:
         summary="Durable single-file store (WAL); the default for `agl store serve`",
         schemes=["sqlite"],
     )
+    registry.add(
+        "http",
+        "agl_core.store.http.client:LightningStoreClient",
+        summary="Client of `agl store serve` (many runners, many machines)",
+        schemes=["http", "https"],
+    )
 
 
 @hookimpl
 def agl_register_commands(cli: click.Group) -> None:
     """Built-in ``agl`` subcommands."""
+    from agl_core.cli.doctor_cmd import doctor_command
     from agl_core.cli.plugins_cmd import plugins_group
+    from agl_core.cli.runner_cmd import runner_command
+    from agl_core.cli.store_cmd import store_group
 
     cli.add_command(plugins_group)
+    cli.add_command(doctor_command)
+    cli.add_command(runner_command)
+    cli.add_command(store_group)
+
+
+@hookimpl
+def agl_register_tracers(registry: Registry[Any]) -> None:
+    """Built-in tracers: OpenTelemetry (the default) and the backend-less dummy."""
+    registry.add(
+        "otel",
+        "agl_core.tracer.otel:OtelTracer",
+        summary="OpenTelemetry SDK tracer streaming spans to the store; traces openai calls",
+    )
+    registry.add(
+        "dummy",
+        "agl_core.tracer.dummy:DummyTracer",
+        summary="No backend: builds span records without exporting them",
+    )
+
+
+@hookimpl
+def agl_register_adapters(registry: Registry[Any]) -> None:
+    """Built-in adapters: spans to triplets (tracer, LLM proxy) and spans to chat messages."""
+    registry.add(
+        "triplet",
+        "agl_core.adapter.triplet:TracerTraceToTriplet",
+        summary="Tracer spans -> (prompt, response, reward) triplets; agent_match, reward policies",
+    )
+    registry.add(
+        "proxy-triplet",
+        "agl_core.adapter.proxy_triplet:LlmProxyTraceToTriplet",
+        summary="LLM-proxy spans (exact token ids) joined with tracer agents -> triplets",
+    )
+    registry.add(
+        "messages",
+        "agl_core.adapter.messages:TraceToMessages",
+        summary="LLM spans -> OpenAI fine-tuning samples (messages + tools)",
+    )
+
+
+@hookimpl
+def agl_register_runners(registry: Registry[Any]) -> None:
+    """Built-in runner: LitAgentRunner."""
+    registry.add(
+        "litagent",
+        "agl_core.runner.agent:LitAgentRunner",
+        summary="Runs a LitAgent on rollouts from the store: tracing, hooks, heartbeats, timeouts",
+    )
+
+
+@hookimpl
+def agl_register_algorithms(registry: Registry[Any]) -> None:
+    """Built-in algorithm: Baseline."""
+    registry.add(
+        "baseline",
+        "agl_core.algorithm.baseline:Baseline",
+        summary="Runs every sample once per epoch without training; the default of Trainer.dev()",
+    )

@@ -1,0 +1,706 @@
+"""`LightningStoreClient`: the `LightningStore` contract over HTTP, talking to `agl store serve`.
+
+Open it with ``open_store("http://host:port")`` or construct it directly. It is a full store: every
+method maps to one request (the bulk methods to one batch request), errors come back as the same typed
+exceptions the local store raises, and it may be used from many tasks, threads and event loops at once
+(one pool of keep-alive connections per event loop, see `agl_core.store.http.transport`).
+
+**Retries.** Connection errors, timeouts and HTTP 502/503/504 are retried with exponential backoff and
+jitter until ``retries`` or ``retry_timeout`` runs out, then `StoreUnavailableError` names the URL. A
+500 (a server fault) is retried at most twice. 4xx answers are the caller's mistake and are raised at
+once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays the same across
+retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
+issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
+
+Differences from Agent Lightning 0.3 (inventory §2.6, quirks 1 and 4): ``wait_for_rollouts`` accepts
+any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
+``get_many_span_sequence_ids`` are one request each, not one per item; 4xx answers are never retried;
+``dequeue_*`` and the ``get_*`` methods raise on a failure instead of returning None or ``[]``, so an
+outage is not mistaken for an empty queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+import random
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+from urllib.parse import quote, urlencode, urlsplit
+
+import pydantic_core
+from pydantic import TypeAdapter
+
+from agl_core.store import _logic
+from agl_core.store.base import (
+    UNSET,
+    LightningStore,
+    LightningStoreCapabilities,
+    LightningStoreStatistics,
+    Unset,
+)
+from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, RolloutNotFoundError
+from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
+from agl_core.store.http.models import AnyRollout
+from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
+from agl_core.store.http.transport import HttpTransport, TransportError, build_request
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    AttemptStatus,
+    EnqueueRolloutRequest,
+    NamedResources,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    RolloutMode,
+    RolloutStatus,
+    Span,
+    Worker,
+    WorkerStatus,
+)
+
+__all__ = ["LightningStoreClient"]
+
+logger = logging.getLogger(__name__)
+
+_RETRYABLE_STATUSES = frozenset((502, 503, 504))
+_SERVER_FAULT_RETRIES = 2
+
+
+@functools.cache
+def _adapter(type_: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(type_)
+
+
+def _decode(type_: Any, raw: bytes) -> Any:
+    return _adapter(type_).validate_json(raw)
+
+
+def _encode(payload: Any) -> bytes:
+    try:
+        return pydantic_core.to_json(payload)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise InvalidRequestError(
+            f"Cannot send this call to the HTTP store: an argument is not JSON-serializable ({exc}). "
+            "Use JSON-friendly values (dicts, lists, str, numbers, pydantic models) for inputs and metadata."
+        ) from None
+
+
+def _segment(value: object, what: str) -> str:
+    """`value` quoted as one URL path segment (dots too, so '.' and '..' stay ids)."""
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"{what} must be a string, got {type(value).__name__} {value!r}.")
+    return quote(value, safe="").replace(".", "%2E")
+
+
+class LightningStoreClient(LightningStore):
+    """A `LightningStore` that forwards every call to a store server over HTTP.
+
+    Args:
+        url: Base URL of the server, e.g. ``http://127.0.0.1:4747`` (a path prefix is kept).
+        token: Bearer token; None falls back to the ``AGL_STORE_TOKEN`` environment variable.
+        timeout: Seconds one request may take (a long poll gets its poll time on top).
+        retries: Most retries of one call after connection errors and 502/503/504.
+        retry_timeout: Most seconds spent retrying one call.
+        backoff: ``(first, max)`` retry delay in seconds; each retry doubles it, with jitter.
+        max_poll_seconds: Longest single ``wait_for_rollouts`` poll requested from the server.
+        connection_limit: Most simultaneous connections per event loop.
+
+    Only the configuration is pickled; an unpickled client opens its own connections.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 12,
+        retry_timeout: float = 60.0,
+        backoff: tuple[float, float] = (0.05, 2.0),
+        max_poll_seconds: float = 30.0,
+        connection_limit: int = 100,
+    ) -> None:
+        super().__init__(scan_debounce_seconds=0)
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise InvalidRequestError(f"LightningStoreClient needs an http:// or https:// URL, got {url!r}.")
+        if timeout <= 0 or retry_timeout < 0 or retries < 0 or max_poll_seconds <= 0:
+            raise InvalidRequestError(
+                "timeout and max_poll_seconds must be > 0 and retries, retry_timeout >= 0; got "
+                f"timeout={timeout}, retries={retries}, retry_timeout={retry_timeout}, "
+                f"max_poll_seconds={max_poll_seconds}."
+            )
+        self.url = url.rstrip("/")
+        self.token = token if token is not None else os.environ.get("AGL_STORE_TOKEN") or None
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.retry_timeout = float(retry_timeout)
+        self.backoff = (float(backoff[0]), float(backoff[1]))
+        self.max_poll_seconds = float(max_poll_seconds)
+        self.connection_limit = int(connection_limit)
+        parts = urlsplit(self.url)
+        if not parts.hostname:
+            raise InvalidRequestError(f"LightningStoreClient URL {url!r} has no host.")
+        use_tls = parts.scheme == "https"
+        port = parts.port or (443 if use_tls else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._api = self._prefix + API_PREFIX
+        self._transport = HttpTransport(parts.hostname, port, use_tls=use_tls, limit=connection_limit)
+        headers = "Content-Type: application/json\r\nAccept: application/json\r\n"
+        if self.token:
+            headers += f"Authorization: Bearer {self.token}\r\n"
+        self._headers = headers
+
+    # ------------------------------------------------------------------------------ construction
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> LightningStoreClient:
+        """Open ``http://host:port`` (or ``https://...``); keyword arguments go to the constructor."""
+        return cls(uri, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "token": self.token,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "retry_timeout": self.retry_timeout,
+            "backoff": self.backoff,
+            "max_poll_seconds": self.max_poll_seconds,
+            "connection_limit": self.connection_limit,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        url = state.pop("url")
+        self.__init__(url, **state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"LightningStoreClient({self.url!r})"
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """Everything: safe from threads and tasks, one shared copy (the server), OTLP accepted."""
+        return LightningStoreCapabilities(thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=True)
+
+    def otlp_traces_endpoint(self) -> str:
+        """``{url}/v1/traces``: point an OTLP/HTTP span exporter here."""
+        return self.url + OTLP_TRACES_PATH
+
+    # ------------------------------------------------------------------------------ transport
+
+    async def close(self) -> None:
+        """Close the pooled connections of every event loop this client was used on. Idempotent."""
+        await self._transport.close()
+
+    def _delay(self, attempt: int, deadline: float) -> float:
+        first, cap = self.backoff
+        step = min(cap, first * (2 ** (attempt - 1)))
+        delay = step / 2 + random.uniform(0, step / 2)
+        return max(0.0, min(delay, deadline - time.monotonic()))
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        *,
+        params: dict[str, str] | None = None,
+        mutating: bool = False,
+        timeout: float | None = None,
+        base: str | None = None,
+    ) -> bytes:
+        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error."""
+        target = (self._api if base is None else base) + path
+        if params:
+            target += "?" + urlencode(params)
+        headers = self._headers
+        if mutating:
+            headers += f"Idempotency-Key: {os.urandom(16).hex()}\r\n"
+        request = build_request(method, target, self._transport.host_header, headers, body)
+        wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + self.retry_timeout
+        attempt = 0
+        server_faults = 0
+        while True:
+            transport_error: TransportError | None = None
+            try:
+                status, raw = await self._transport.send(request, wait)
+            except TransportError as exc:
+                transport_error = exc
+                status, raw = 0, b""
+            if transport_error is None:
+                if status < 400:
+                    return raw
+                if status == 500:
+                    server_faults += 1
+                if (
+                    status not in _RETRYABLE_STATUSES and status != 500
+                ) or server_faults > _SERVER_FAULT_RETRIES:
+                    raise exception_from_payload(status, _json_or_none(raw), self.url + target)
+            attempt += 1
+            if attempt > self.retries or time.monotonic() >= deadline:
+                if transport_error is None:
+                    error = exception_from_payload(status, _json_or_none(raw), self.url + target)
+                    raise StoreUnavailableError(
+                        f"The store at {self.url} kept answering HTTP {status} to {method} {target} "
+                        f"({error}) "
+                        f"after {attempt} tries."
+                    ) from error
+                raise StoreUnavailableError(
+                    f"Cannot reach the store at {self.url} ({method} {target}) after {attempt} tries: "
+                    f"{transport_error} Is `agl store serve` running there?"
+                ) from transport_error
+            delay = self._delay(attempt, deadline)
+            logger.debug(
+                "Retrying %s %s in %.2fs (attempt %d): %s",
+                method,
+                target,
+                delay,
+                attempt,
+                transport_error or f"HTTP {status}",
+            )
+            await asyncio.sleep(delay)
+
+    async def _post(self, path: str, payload: Any, result: Any, *, mutating: bool = True) -> Any:
+        raw = await self._call("POST", path, _encode(payload), mutating=mutating)
+        return _decode(result, raw)
+
+    async def _get(self, path: str, result: Any, params: dict[str, str] | None = None) -> Any:
+        return _decode(result, await self._call("GET", path, params=params))
+
+    # ------------------------------------------------------------------------------ statistics
+
+    async def statistics(self) -> LightningStoreStatistics:
+        """The server's store statistics."""
+        return pydantic_core.from_json(await self._call("GET", "/statistics"))  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------------------ rollouts
+
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """See `LightningStore.start_rollout`."""
+        payload = {
+            "input": input,
+            "mode": mode,
+            "resources_id": resources_id,
+            "config": config,
+            "metadata": metadata,
+            "worker_id": worker_id,
+        }
+        return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
+
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """See `LightningStore.enqueue_rollout`."""
+        item = {
+            "input": input,
+            "mode": mode,
+            "resources_id": resources_id,
+            "config": config,
+            "metadata": metadata,
+        }
+        result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
+        if len(result) != 1:
+            raise StoreServerError(
+                f"The store at {self.url} answered {len(result)} rollouts for one enqueue."
+            )
+        return result[0]  # type: ignore[no-any-return]
+
+    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """See `LightningStore.enqueue_many_rollouts` (one request)."""
+        if not rollouts:
+            return []
+        return await self._post(  # type: ignore[no-any-return]
+            "/queues/rollouts/enqueue", {"rollouts": list(rollouts)}, list[Rollout]
+        )
+
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """See `LightningStore.dequeue_rollout`."""
+        result = await self._post(
+            "/queues/rollouts/dequeue", {"limit": 1, "worker_id": worker_id}, list[AttemptedRollout]
+        )
+        return result[0] if result else None
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """See `LightningStore.dequeue_many_rollouts` (one request)."""
+        if isinstance(limit, int) and limit <= 0:
+            return []
+        return await self._post(  # type: ignore[no-any-return]
+            "/queues/rollouts/dequeue", {"limit": limit, "worker_id": worker_id}, list[AttemptedRollout]
+        )
+
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """See `LightningStore.start_attempt`."""
+        if rollout_id == "":
+            raise RolloutNotFoundError(rollout_id)
+        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts"
+        return await self._post(path, {"worker_id": worker_id}, AttemptedRollout)  # type: ignore[no-any-return]
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """See `LightningStore.query_rollouts`."""
+        statuses, ids = _logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
+        payload = {
+            "status_in": _listify(statuses),
+            "rollout_id_in": _listify(ids),
+            "rollout_id_contains": rollout_id_contains,
+            "filter_logic": filter_logic,
+            "sort_by": sort_by,
+            "sort_order": sort_order,
+            "limit": limit,
+            "offset": offset,
+        }
+        return await self._post(  # type: ignore[no-any-return]
+            "/rollouts/search", payload, PaginatedResult[AnyRollout], mutating=False
+        )
+
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """See `LightningStore.query_attempts`."""
+        if rollout_id == "":
+            _logic.validate_pagination(limit, offset)
+            return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
+        payload = {"sort_by": sort_by, "sort_order": sort_order, "limit": limit, "offset": offset}
+        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/search"
+        return await self._post(path, payload, PaginatedResult[Attempt], mutating=False)  # type: ignore[no-any-return]
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """See `LightningStore.get_rollout_by_id`."""
+        if rollout_id == "":
+            return None
+        return await self._get(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", AnyRollout | None)  # type: ignore[no-any-return]
+
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """See `LightningStore.get_latest_attempt`."""
+        if rollout_id == "":
+            return None
+        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/latest"
+        return await self._get(path, Attempt | None)  # type: ignore[no-any-return]
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """See `LightningStore.update_rollout` (only the arguments that are not `UNSET` are sent)."""
+        if rollout_id == "":
+            raise RolloutNotFoundError(rollout_id)
+        fields = {
+            "input": input,
+            "mode": mode,
+            "resources_id": resources_id,
+            "status": status,
+            "config": config,
+            "metadata": metadata,
+        }
+        payload = {key: value for key, value in fields.items() if value is not UNSET}
+        return await self._post(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", payload, Rollout)  # type: ignore[no-any-return]
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """See `LightningStore.update_attempt` (only the arguments that are not `UNSET` are sent)."""
+        if rollout_id == "":
+            raise RolloutNotFoundError(rollout_id)
+        if attempt_id == "":
+            raise AttemptNotFoundError(rollout_id, attempt_id)
+        fields = {
+            "status": status,
+            "worker_id": worker_id,
+            "last_heartbeat_time": last_heartbeat_time,
+            "metadata": metadata,
+        }
+        payload = {key: value for key, value in fields.items() if value is not UNSET}
+        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
+        return await self._post(path, payload, Attempt)  # type: ignore[no-any-return]
+
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """See `LightningStore.wait_for_rollouts`; any timeout works (server-side long polls in a loop)."""
+        ids = list(rollout_ids)
+        if not ids:
+            return []
+        if timeout is not None and timeout <= 0:
+            return await self._poll(ids, 0.0)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        finished: dict[str, Rollout] = {}
+        pending = list(dict.fromkeys(ids))
+        first = True
+        while pending:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            poll = (
+                self.max_poll_seconds
+                if remaining is None
+                else max(0.0, min(remaining, self.max_poll_seconds))
+            )
+            got = await self._poll(pending, poll)
+            if first and len(got) == len(ids):
+                return got
+            first = False
+            finished.update((r.rollout_id, r) for r in got)
+            pending = [i for i in pending if i not in finished]
+            if not pending or (deadline is not None and time.monotonic() >= deadline):
+                break
+            # Ids the store does not know are omitted, never waited for: drop them.
+            known = await self.query_rollouts(rollout_id_in=pending)
+            for rollout in known:
+                if rollout.status in ("failed", "succeeded", "cancelled"):
+                    finished[rollout.rollout_id] = rollout
+            known_ids = {r.rollout_id for r in known}
+            pending = [i for i in pending if i in known_ids and i not in finished]
+        return [finished[i] for i in ids if i in finished]
+
+    async def _poll(self, ids: list[str], wait: float) -> list[Rollout]:
+        raw = await self._call(
+            "POST",
+            "/waits/rollouts",
+            _encode({"rollout_ids": ids, "timeout": wait}),
+            timeout=wait + self.timeout,
+        )
+        return _decode(list[Rollout], raw)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------------------ spans
+
+    async def add_span(self, span: Span) -> Span | None:
+        """See `LightningStore.add_span`."""
+        _logic.validate_span(span)
+        return await self._post("/spans", span, Span | None)  # type: ignore[no-any-return]
+
+    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
+        """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
+        batch = list(spans)
+        if not batch:
+            return []
+        for span in batch:
+            _logic.validate_span(span)
+        raw = await self._call(
+            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
+        )
+        inserted = pydantic_core.from_json(raw)["inserted"]
+        return [batch[i] for i in inserted]
+
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """See `LightningStore.get_next_span_sequence_id`."""
+        raw = await self._call(
+            "POST",
+            "/spans/next",
+            _encode({"rollout_id": rollout_id, "attempt_id": attempt_id}),
+            mutating=True,
+        )
+        return int(pydantic_core.from_json(raw)["sequence_id"])
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """See `LightningStore.get_many_span_sequence_ids` (one request)."""
+        pairs = [list(pair) for pair in rollout_attempt_ids]
+        if not pairs:
+            return []
+        raw = await self._call(
+            "POST", "/spans/sequence-ids", _encode({"rollout_attempt_ids": pairs}), mutating=True
+        )
+        return list(pydantic_core.from_json(raw)["sequence_ids"])
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """See `LightningStore.query_spans`."""
+        payload = {
+            "rollout_id": rollout_id,
+            "attempt_id": attempt_id,
+            "trace_id": trace_id,
+            "trace_id_contains": trace_id_contains,
+            "span_id": span_id,
+            "span_id_contains": span_id_contains,
+            "parent_id": parent_id,
+            "parent_id_contains": parent_id_contains,
+            "name": name,
+            "name_contains": name_contains,
+            "filter_logic": filter_logic,
+            "limit": limit,
+            "offset": offset,
+            "sort_by": sort_by,
+            "sort_order": sort_order,
+        }
+        return await self._post("/spans/search", payload, PaginatedResult[Span], mutating=False)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------------------ resources
+
+    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.add_resources`."""
+        return await self._post("/resources", _resources_payload(resources), ResourcesUpdate)  # type: ignore[no-any-return]
+
+    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.update_resources` (an upsert)."""
+        if resources_id == "":
+            raise InvalidRequestError("resources_id must be a non-empty string.")
+        path = f"/resources/{_segment(resources_id, 'resources_id')}"
+        return await self._post(path, _resources_payload(resources), ResourcesUpdate)  # type: ignore[no-any-return]
+
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """See `LightningStore.get_resources_by_id`."""
+        if resources_id == "":
+            return None
+        return await self._get(f"/resources/{_segment(resources_id, 'resources_id')}", ResourcesUpdate | None)  # type: ignore[no-any-return]
+
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """See `LightningStore.get_latest_resources`."""
+        return await self._get("/resources/latest", ResourcesUpdate | None)  # type: ignore[no-any-return]
+
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """See `LightningStore.query_resources`."""
+        params = _params(
+            resources_id=resources_id,
+            resources_id_contains=resources_id_contains,
+            sort_by=sort_by,
+            sort_order=sort_order,
+            limit=limit,
+            offset=offset,
+        )
+        return await self._get("/resources", PaginatedResult[ResourcesUpdate], params)  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------------------ workers
+
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """See `LightningStore.query_workers`."""
+        payload = {
+            "status_in": _listify(status_in),
+            "worker_id_contains": worker_id_contains,
+            "filter_logic": filter_logic,
+            "sort_by": sort_by,
+            "sort_order": sort_order,
+            "limit": limit,
+            "offset": offset,
+        }
+        return await self._post("/workers/search", payload, PaginatedResult[Worker], mutating=False)  # type: ignore[no-any-return]
+
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """See `LightningStore.get_worker_by_id`."""
+        if worker_id == "":
+            return None
+        return await self._get(f"/workers/{_segment(worker_id, 'worker_id')}", Worker | None)  # type: ignore[no-any-return]
+
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """See `LightningStore.update_worker`."""
+        if worker_id == "":
+            raise InvalidRequestError("worker_id must be a non-empty string.")
+        payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
+        return await self._post(f"/workers/{_segment(worker_id, 'worker_id')}", payload, Worker)  # type: ignore[no-any-return]
+
+
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return pydantic_core.from_json(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _listify(values: Any) -> Any:
+    """Sequences (tuples, sets) as lists; strings and other values unchanged (the server rejects them)."""
+    if values is None or isinstance(values, (str, bytes, dict)):
+        return values
+    try:
+        return list(values)
+    except TypeError:
+        return values
+
+
+def _params(**values: Any) -> dict[str, str]:
+    return {key: str(value) for key, value in values.items() if value is not None}
+
+
+def _resources_payload(resources: Any) -> Any:
+    if not isinstance(resources, dict):
+        raise InvalidRequestError(
+            f"resources must be a dict of name -> resource (NamedResources), got {type(resources).__name__}."
+        )
+    return resources

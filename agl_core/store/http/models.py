@@ -1,0 +1,316 @@
+"""Wire models of the store's REST API: request bodies, query parameters and the extra responses.
+
+Bodies reject unknown fields (a typo is a 422 naming the field, not a silently ignored filter).
+Status, mode, filter-logic and sort-order fields accept any JSON value and are validated by the
+store itself, so a bad value raises the same typed error (`InvalidStatusError`, ...) over HTTP as in
+process; their OpenAPI schema still lists the allowed values.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    EnqueueRolloutRequest,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    Span,
+    Worker,
+)
+from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES, RolloutMode, WorkerStatus
+
+__all__ = [
+    "AddSpansResponse",
+    "AnyRollout",
+    "AttemptQuery",
+    "DequeueBody",
+    "EnqueueBody",
+    "ErrorInfo",
+    "ErrorResponse",
+    "HealthResponse",
+    "NextSequenceIdBody",
+    "QueryModel",
+    "ResourcesQuery",
+    "RolloutQuery",
+    "SequenceIdResponse",
+    "SequenceIdsBody",
+    "SequenceIdsResponse",
+    "SpanQuery",
+    "SpansBatchBody",
+    "StartAttemptBody",
+    "StartRolloutBody",
+    "UpdateAttemptBody",
+    "UpdateRolloutBody",
+    "UpdateWorkerBody",
+    "WaitBody",
+    "WorkerQuery",
+]
+
+
+def _enum_schema(values: tuple[str, ...], nullable: bool = False) -> Any:
+    schema: dict[str, Any] = {"type": "string", "enum": list(values)}
+    if nullable:
+        schema = {"anyOf": [schema, {"type": "null"}]}
+    return WithJsonSchema(schema)
+
+
+def _enum_list_schema(values: tuple[str, ...]) -> Any:
+    items = {"type": "string", "enum": list(values)}
+    return WithJsonSchema({"anyOf": [{"type": "array", "items": items}, {"type": "null"}]})
+
+
+_MODES: tuple[str, ...] = get_args(RolloutMode)
+_WORKER_STATUSES: tuple[str, ...] = get_args(WorkerStatus)
+
+RolloutStatusField = Annotated[Any, _enum_schema(ROLLOUT_STATUSES)]
+AttemptStatusField = Annotated[Any, _enum_schema(ATTEMPT_STATUSES)]
+ModeField = Annotated[Any, _enum_schema(_MODES, nullable=True)]
+FilterLogicField = Annotated[Any, _enum_schema(("and", "or"))]
+SortOrderField = Annotated[Any, _enum_schema(("asc", "desc"))]
+RolloutStatusList = Annotated[Any, _enum_list_schema(ROLLOUT_STATUSES)]
+WorkerStatusList = Annotated[Any, _enum_list_schema(_WORKER_STATUSES)]
+Limit = Annotated[int, Field(description="Page size; -1 means no limit.")]
+Offset = Annotated[int, Field(description="Number of matches to skip.")]
+
+AnyRollout = Union[AttemptedRollout, Rollout]  # noqa: UP007 - a runtime union for pydantic
+"""A rollout, with its latest attempt attached when it has one."""
+
+
+def _drop_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _optional(**kwargs: Any) -> Any:
+    """A field that may be left out; leaving it out is not the same as sending null (no schema default)."""
+    return Field(default=None, json_schema_extra=_drop_default, **kwargs)
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueryModel(_Body):
+    """Base of the query models: a field of the wrong type is reported like the store reports it.
+
+    ``limit``/``offset`` -> `InvalidRequestError`; any other filter or sort field -> `InvalidFilterError`
+    (so a typo'd type over HTTP raises the same class as in process).
+    """
+
+
+# ------------------------------------------------------------------------------------------- errors
+
+
+class ErrorInfo(BaseModel):
+    """What went wrong: the error class name, a message that says how to fix it, and rebuild details."""
+
+    type: str
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorResponse(BaseModel):
+    """Body of every 4xx/5xx answer of the store API."""
+
+    error: ErrorInfo
+
+
+class HealthResponse(BaseModel):
+    """Body of ``GET /health``."""
+
+    status: Literal["ok"] = "ok"
+
+
+# ------------------------------------------------------------------------------------------- queue
+
+
+class EnqueueBody(_Body):
+    """``POST /v1/agl/queues/rollouts/enqueue``: rollouts to append to the queue, in order."""
+
+    rollouts: list[EnqueueRolloutRequest]
+
+
+class DequeueBody(_Body):
+    """``POST /v1/agl/queues/rollouts/dequeue``: claim up to ``limit`` rollouts (<= 0 claims none)."""
+
+    limit: int = 1
+    worker_id: str | None = None
+
+
+# ------------------------------------------------------------------------------------------- rollouts
+
+
+class StartRolloutBody(_Body):
+    """``POST /v1/agl/rollouts``: create a rollout in ``preparing`` with attempt #1 (not queued)."""
+
+    input: Any = None
+    mode: ModeField = None
+    resources_id: str | None = None
+    config: RolloutConfig | None = None
+    metadata: dict[str, Any] | None = None
+    worker_id: str | None = None
+
+
+class RolloutQuery(QueryModel):
+    """Filters, sorting and paging of ``query_rollouts`` (query string of GET, body of POST search)."""
+
+    status_in: RolloutStatusList = None
+    rollout_id_in: list[str] | None = None
+    rollout_id_contains: str | None = None
+    filter_logic: FilterLogicField = "and"
+    sort_by: str | None = None
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+class UpdateRolloutBody(_Body):
+    """``POST /v1/agl/rollouts/{rollout_id}``: only the fields present are changed; null clears."""
+
+    input: Any = _optional()
+    mode: ModeField = _optional()
+    resources_id: str | None = _optional()
+    status: RolloutStatusField = _optional()
+    config: RolloutConfig | None = _optional()
+    metadata: dict[str, Any] | None = _optional()
+
+
+class StartAttemptBody(_Body):
+    """``POST /v1/agl/rollouts/{rollout_id}/attempts``: manual retry, optionally on behalf of a worker."""
+
+    worker_id: str | None = None
+
+
+class AttemptQuery(QueryModel):
+    """Sorting and paging of ``query_attempts``."""
+
+    sort_by: str | None = "sequence_id"
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+class UpdateAttemptBody(_Body):
+    """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}``: only the fields present change."""
+
+    status: AttemptStatusField = _optional()
+    worker_id: str | None = _optional()
+    last_heartbeat_time: float | None = _optional(allow_inf_nan=False)
+    metadata: dict[str, Any] | None = _optional()
+
+
+class WaitBody(_Body):
+    """``POST /v1/agl/waits/rollouts``: long-poll until the rollouts finish (server caps each poll)."""
+
+    rollout_ids: list[str]
+    timeout: float | None = Field(
+        default=None,
+        allow_inf_nan=False,
+        description="Seconds to wait; <= 0 checks once; null waits up to the server's per-poll cap.",
+    )
+
+
+# ------------------------------------------------------------------------------------------- workers
+
+
+class WorkerQuery(QueryModel):
+    """Filters, sorting and paging of ``query_workers``."""
+
+    status_in: WorkerStatusList = None
+    worker_id_contains: str | None = None
+    filter_logic: FilterLogicField = "and"
+    sort_by: str | None = None
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+class UpdateWorkerBody(_Body):
+    """``POST /v1/agl/workers/{worker_id}``: heartbeat, replacing ``heartbeat_stats`` when present."""
+
+    heartbeat_stats: dict[str, Any] | None = _optional()
+
+
+# ------------------------------------------------------------------------------------------- resources
+
+
+class ResourcesQuery(QueryModel):
+    """Filters, sorting and paging of ``query_resources``."""
+
+    resources_id: str | None = None
+    resources_id_contains: str | None = None
+    sort_by: str | None = None
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+# ------------------------------------------------------------------------------------------- spans
+
+
+class SpanQuery(QueryModel):
+    """Filters, sorting and paging of ``query_spans``; ``attempt_id`` may be ``"latest"``."""
+
+    rollout_id: str
+    attempt_id: str | None = None
+    trace_id: str | None = None
+    trace_id_contains: str | None = None
+    span_id: str | None = None
+    span_id_contains: str | None = None
+    parent_id: str | None = None
+    parent_id_contains: str | None = None
+    name: str | None = None
+    name_contains: str | None = None
+    filter_logic: FilterLogicField = "and"
+    limit: Limit = -1
+    offset: Offset = 0
+    sort_by: str | None = "sequence_id"
+    sort_order: SortOrderField = "asc"
+
+
+class SpansBatchBody(_Body):
+    """``POST /v1/agl/spans/batch``: many spans in one request (``add_many_spans``)."""
+
+    spans: list[Span]
+
+
+class AddSpansResponse(BaseModel):
+    """Answer of ``POST /v1/agl/spans/batch``: indices (into the request's list) of the spans inserted.
+
+    Duplicates of stored spans are skipped, so the list may be shorter than the request.
+    """
+
+    inserted: list[int]
+
+
+class NextSequenceIdBody(_Body):
+    """``POST /v1/agl/spans/next``: issue the next sequence id of a rollout."""
+
+    rollout_id: str
+    attempt_id: str
+
+
+class SequenceIdResponse(BaseModel):
+    """One issued sequence id."""
+
+    sequence_id: int
+
+
+class SequenceIdsBody(_Body):
+    """``POST /v1/agl/spans/sequence-ids``: issue one sequence id per ``[rollout_id, attempt_id]``."""
+
+    rollout_attempt_ids: list[tuple[str, str]]
+
+
+class SequenceIdsResponse(BaseModel):
+    """Issued sequence ids, in request order."""
+
+    sequence_ids: list[int]
+
+
+RESPONSE_MODELS: tuple[Any, ...] = (Attempt, AttemptedRollout, ResourcesUpdate, Rollout, Span, Worker)
+"""Store models that appear in responses (for the OpenAPI document)."""
