@@ -1,0 +1,25 @@
+"""agl-tinker: RL training of agents through the Tinker training API (or a local CPU stand-in).
+
+``agl_tinker.Tinker`` is the algorithm; ``agl_tinker.local`` the offline backend;
+``agl_tinker.testing.build_tiny_model`` a from-scratch tiny model for tests and demos.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.4.0"
+
+__all__ = ["Tinker", "__version__"]
+
+if TYPE_CHECKING:
+    from agl_tinker.algorithm import Tinker
+
+
+def __getattr__(name: str) -> Any:
+    """Import the algorithm (and the tinker SDK) only when it is used."""
+    if name == "Tinker":
+        from agl_tinker.algorithm import Tinker
+
+        return Tinker
+    raise AttributeError(f"module 'agl_tinker' has no attribute {name!r}")
