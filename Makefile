@@ -24,8 +24,11 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-demo: venv
-	$(VENV)/bin/agl plugins list --all
+# The main job (offline): APO improves a room-booking agent's prompt against scripted models on a local
+# OpenAI-compatible server -- store, runners, tracer, adapter and algorithm all run for real.
+demo: .venv-agl-apo/.installed
+	.venv-agl-apo/bin/agl plugins list
+	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
 test: venv test-core test-plugins
 
@@ -58,6 +61,12 @@ format: venv
 
 bench: venv
 	$(PY) bench/import_bench.py
+	$(PY) bench/store_bench.py --store memory
+	$(PY) bench/store_bench.py --store sqlite
+	$(PY) bench/store_bench.py --store http
+	$(PY) bench/tracer_bench.py
+	$(PY) bench/proxy_bench.py
+	$(PY) bench/loop_bench.py
 
 clean:
 	rm -rf $(VENV) .venv-* .agl build dist *.egg-info
