@@ -1,0 +1,317 @@
+"""Encoding between agl models and MongoDB documents, and the argument checks run before any write.
+
+Free-form values (a rollout's ``input``, metadata, configs, resources, span bodies, heartbeat stats)
+are stored as JSON text, exactly as the SQLite store stores them: MongoDB field names may not hold
+every key a user writes (dots, a leading ``$``) and BSON has no big integers, so JSON text gives the
+same round trip in every backend. Fields the store filters, sorts or updates are plain BSON fields.
+
+Documents are read back without re-validation (the store only reads what it validated and wrote);
+spans and resources, whose nested models carry extra fields, go through pydantic's JSON validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, from_json, to_json
+
+from agl_core.store import InvalidRequestError
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    EnqueueRolloutRequest,
+    NamedResources,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    Span,
+    Worker,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "attempt_from_entry",
+    "attempts_of",
+    "check_enqueue_requests",
+    "check_id",
+    "check_optional_number",
+    "check_optional_str",
+    "check_rollout_ids",
+    "check_timeout",
+    "config_fields",
+    "config_from_json",
+    "dump_json",
+    "dump_resources",
+    "load_json",
+    "metadata_json",
+    "new_attempt_entry",
+    "resources_from_doc",
+    "rollout_from_doc",
+    "span_doc",
+    "span_from_doc",
+    "worker_from_doc",
+]
+
+SCHEMA_VERSION = 1
+"""Layout version written into every document (field ``v``) and into the ``meta`` collection."""
+
+_NAMED_RESOURCES: TypeAdapter[NamedResources] = TypeAdapter(NamedResources)
+_CONFIG_CACHE: dict[str, RolloutConfig] = {}
+
+# ---------------------------------------------------------------------------------------------- JSON
+
+
+def dump_json(name: str, value: Any) -> str:
+    """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    try:
+        return to_json(value, inf_nan_mode="constants").decode()
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise InvalidRequestError(
+            f"{name} must be JSON-serializable to be stored in MongoDB (dicts, lists, strings, numbers, "
+            f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
+        ) from None
+
+
+def load_json(text: str | None) -> Any:
+    """Decode a JSON field (None stays None)."""
+    return None if text is None else from_json(text)
+
+
+def metadata_json(name: str, value: object) -> str | None:
+    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
+    return dump_json(name, dict(value))
+
+
+def config_fields(config: object) -> tuple[str, bool]:
+    """``(config JSON, watched)`` of a rollout config; watched: it has a timeout or unresponsive limit.
+
+    Accepts None (the default config), a `RolloutConfig` or a dict of its fields.
+    """
+    if config is None:
+        config = RolloutConfig()
+    elif isinstance(config, Mapping):
+        try:
+            config = RolloutConfig.model_validate(config)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"Invalid rollout config {dict(config)!r}: {exc}") from None
+    elif not isinstance(config, RolloutConfig):
+        raise InvalidRequestError(
+            "config must be a RolloutConfig (or a dict of its fields), "
+            f"got {type(config).__name__} {config!r}."
+        )
+    watched = config.timeout_seconds is not None or config.unresponsive_seconds is not None
+    return config.model_dump_json(), watched
+
+
+def config_from_json(text: str) -> RolloutConfig:
+    """A fresh `RolloutConfig` from its stored JSON (parsed once per distinct text)."""
+    cached = _CONFIG_CACHE.get(text)
+    if cached is None:
+        cached = RolloutConfig.model_validate_json(text)
+        if len(_CONFIG_CACHE) >= 1024:
+            _CONFIG_CACHE.clear()
+        _CONFIG_CACHE[text] = cached
+    return cached.model_copy(update={"retry_condition": list(cached.retry_condition)})
+
+
+def dump_resources(resources: object) -> str:
+    """Validate a `NamedResources` mapping and return it as JSON text."""
+    if not isinstance(resources, Mapping):
+        raise InvalidRequestError(
+            "resources must be a dict of name -> resource (e.g. {'main_llm': LLM(...)}), "
+            f"got {type(resources).__name__}."
+        )
+    try:
+        validated = _NAMED_RESOURCES.validate_python(dict(resources))
+    except ValidationError as exc:
+        raise InvalidRequestError(f"Invalid resources: {exc}") from None
+    return _NAMED_RESOURCES.dump_json(validated).decode()
+
+
+# ---------------------------------------------------------------------------------------------- documents
+
+
+def new_attempt_entry(attempt_id: str, now: float, worker_id: str | None, token: str) -> dict[str, Any]:
+    """The embedded document of a new ``preparing`` attempt; `token` identifies the call that made it."""
+    return {
+        "attempt_id": attempt_id,
+        "start_time": now,
+        "end_time": None,
+        "status": "preparing",
+        "worker_id": worker_id,
+        "last_heartbeat_time": None,
+        "metadata": None,
+        "token": token,
+    }
+
+
+def attempt_from_entry(rollout_id: str, entry: Mapping[str, Any], sequence_id: int) -> Attempt:
+    """An `Attempt` from its embedded document; its sequence id is its 1-based position."""
+    return Attempt.model_construct(
+        rollout_id=rollout_id,
+        attempt_id=entry["attempt_id"],
+        sequence_id=sequence_id,
+        start_time=entry["start_time"],
+        end_time=entry.get("end_time"),
+        status=entry["status"],
+        worker_id=entry.get("worker_id"),
+        last_heartbeat_time=entry.get("last_heartbeat_time"),
+        metadata=load_json(entry.get("metadata")),
+    )
+
+
+def attempts_of(doc: Mapping[str, Any]) -> list[Attempt]:
+    """Every attempt of a rollout document, oldest first."""
+    rollout_id = doc["rollout_id"]
+    return [attempt_from_entry(rollout_id, e, i) for i, e in enumerate(doc.get("attempts") or (), 1)]
+
+
+def rollout_from_doc(doc: Mapping[str, Any], *, with_attempt: bool = True) -> Rollout:
+    """The `Rollout` of a document; an `AttemptedRollout` with its latest attempt when it has one."""
+    values = {
+        "rollout_id": doc["rollout_id"],
+        "input": load_json(doc["input"]),
+        "start_time": doc["start_time"],
+        "end_time": doc.get("end_time"),
+        "mode": doc.get("mode"),
+        "resources_id": doc.get("resources_id"),
+        "status": doc["status"],
+        "config": config_from_json(doc["config"]),
+        "metadata": load_json(doc.get("metadata")),
+    }
+    attempts = doc.get("attempts")
+    if with_attempt and attempts:
+        values["attempt"] = attempt_from_entry(doc["rollout_id"], attempts[-1], len(attempts))
+        return AttemptedRollout.model_construct(**values)
+    return Rollout.model_construct(**values)
+
+
+def worker_from_doc(doc: Mapping[str, Any]) -> Worker:
+    """A `Worker` from its document."""
+    return Worker.model_construct(
+        worker_id=doc["worker_id"],
+        status=doc.get("status", "unknown"),
+        heartbeat_stats=load_json(doc.get("heartbeat_stats")),
+        last_heartbeat_time=doc.get("last_heartbeat_time"),
+        last_dequeue_time=doc.get("last_dequeue_time"),
+        last_busy_time=doc.get("last_busy_time"),
+        last_idle_time=doc.get("last_idle_time"),
+        current_rollout_id=doc.get("current_rollout_id"),
+        current_attempt_id=doc.get("current_attempt_id"),
+    )
+
+
+def resources_from_doc(doc: Mapping[str, Any]) -> ResourcesUpdate:
+    """A `ResourcesUpdate` from its document."""
+    return ResourcesUpdate.model_construct(
+        resources_id=doc["resources_id"],
+        create_time=doc["create_time"],
+        update_time=doc["update_time"],
+        version=doc["version"],
+        resources=_NAMED_RESOURCES.validate_json(doc["resources"]),
+    )
+
+
+def span_doc(partition: str, span: Span, order: int, token: str) -> dict[str, Any]:
+    """The document of a validated span: key and query fields, insertion order `order`, JSON body."""
+    return {
+        "v": SCHEMA_VERSION,
+        "pt": partition,
+        "rollout_id": span.rollout_id,
+        "attempt_id": span.attempt_id,
+        "span_id": span.span_id,
+        "sequence_id": span.sequence_id,
+        "trace_id": span.trace_id,
+        "parent_id": span.parent_id,
+        "name": span.name,
+        "start_time": span.start_time,
+        "end_time": span.end_time,
+        "o": order,
+        "token": token,
+        "data": span.model_dump_json(),
+    }
+
+
+def span_from_doc(doc: Mapping[str, Any]) -> Span:
+    """A `Span` from its document's JSON body."""
+    return Span.model_validate_json(doc["data"])
+
+
+# ---------------------------------------------------------------------------------------------- checks
+
+
+def check_id(name: str, value: object) -> str:
+    """`value` if it is a string, else `InvalidRequestError`."""
+    if isinstance(value, str):
+        return value
+    raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")
+
+
+def check_optional_str(name: str, value: object) -> str | None:
+    """`value` if it is a string or None, else `InvalidRequestError`."""
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidRequestError(f"{name} must be a string or None, got {type(value).__name__} {value!r}.")
+
+
+def check_optional_number(name: str, value: object) -> float | None:
+    """`value` if it is an int/float (not bool) or None, else `InvalidRequestError`."""
+    if value is None or isinstance(value, float):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise InvalidRequestError(
+        f"{name} must be a number of seconds since the epoch or None, got {type(value).__name__} {value!r}."
+    )
+
+
+def check_rollout_ids(value: object) -> list[str]:
+    """The ``rollout_ids`` of `wait_for_rollouts`: a list (not a string) of string ids."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
+        raise InvalidRequestError(
+            "rollout_ids must be a list of rollout ids, e.g. ['ro-...'], "
+            f"not {type(value).__name__} {value!r}."
+        )
+    ids = list(value)
+    for rollout_id in ids:
+        if not isinstance(rollout_id, str):
+            raise InvalidRequestError(f"rollout_ids must contain strings, got {rollout_id!r}.")
+    return ids
+
+
+def check_timeout(value: object) -> float | None:
+    """The ``timeout`` of `wait_for_rollouts`: None (wait forever) or a number of seconds."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise InvalidRequestError(f"timeout must be a number of seconds or None, got {value!r}.")
+
+
+def check_enqueue_requests(requests: object) -> list[EnqueueRolloutRequest]:
+    """The argument of `enqueue_many_rollouts`: a sequence of requests (or dicts of their fields)."""
+    if isinstance(requests, (str, bytes, Mapping)) or not isinstance(requests, Sequence):
+        raise InvalidRequestError(
+            f"enqueue_many_rollouts expects a list of EnqueueRolloutRequest, got {type(requests).__name__}."
+        )
+    result: list[EnqueueRolloutRequest] = []
+    for index, request in enumerate(requests):
+        if isinstance(request, EnqueueRolloutRequest):
+            result.append(request)
+        elif isinstance(request, Mapping):
+            try:
+                result.append(EnqueueRolloutRequest.model_validate(request))
+            except ValidationError as exc:
+                raise InvalidRequestError(f"Invalid enqueue request at index {index}: {exc}") from None
+        else:
+            raise InvalidRequestError(
+                f"Item {index} of enqueue_many_rollouts is a {type(request).__name__}; "
+                "pass EnqueueRolloutRequest(input=...) objects."
+            )
+    return result

@@ -1,0 +1,601 @@
+"""`MongoLightningStore`: the `LightningStore` contract on a plain (standalone) MongoDB server.
+
+No replica set and no multi-document transaction is needed: every state change that must be atomic
+touches one document (the rollout embeds its attempts), using ``find_one_and_update`` for queue
+claims, ``$inc`` counters for sequence ids and order numbers, and ``rev``-guarded writes for status
+changes decided by the shared rules of `agl_core.store.logic`. See `agl_mongo.rollouts` for the
+document layout and `agl_mongo.connection` for clients and retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from agl_core.store import (
+    UNSET,
+    InvalidRequestError,
+    InvalidSpanError,
+    LightningStore,
+    LightningStoreCapabilities,
+    LightningStoreStatistics,
+    Unset,
+)
+from agl_core.store import logic as store_logic
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    AttemptStatus,
+    EnqueueRolloutRequest,
+    NamedResources,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    RolloutMode,
+    RolloutStatus,
+    Span,
+    Worker,
+    WorkerStatus,
+)
+from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_mongo import attempts, queue, resources, rollouts, spans, workers
+from agl_mongo.codec import (
+    check_enqueue_requests,
+    check_id,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+    config_fields,
+    dump_json,
+    dump_resources,
+    metadata_json,
+)
+from agl_mongo.connection import MongoConnection
+from agl_mongo.context import StoreContext
+from agl_mongo.uri import DEFAULT_DATABASE, DEFAULT_PARTITION, parse_mongo_uri, redact
+from agl_mongo.waiters import Waiters, wake
+
+__all__ = ["MongoLightningStore"]
+
+_POLL_START = 0.05
+_POLL_MAX = 0.5
+
+
+class MongoLightningStore(LightningStore):
+    """A `LightningStore` in a MongoDB database, shared by any number of processes and machines.
+
+    Works on a standalone server (no replica set, no transactions). Every semantic rule is the
+    contract's (`LightningStore`), computed by the same `agl_core.store.logic` helpers as the core
+    stores. Differences in what can be observed:
+
+    - A rollout that leaves ``queuing``/``requeuing`` by a path other than a dequeue (``start_attempt``,
+      a span, ``update_rollout``) loses its queue place at once; entering the queue again appends it
+      at the tail. The core stores keep such a stale entry until a dequeue passes it, so there a
+      rollout re-queued before that keeps its old place.
+    - After a connection loss, a call whose acknowledgement was lost is retried safely, except that
+      sequence ids may skip a number (a gap, never a duplicate).
+    - Calls are atomic per document, not across documents: a reader may briefly see a span stored
+      before its heartbeat moved the attempt to ``running``, or an attempt ended before its worker
+      turned idle.
+
+    Args:
+        uri: A ``mongodb://`` or ``mongodb+srv://`` URI (pymongo options allowed; see `from_uri` for
+            the agl options ``database`` and ``partition_id``).
+        database: The database; None takes it from the URI, else ``"agl"``.
+        partition_id: Scopes every document, so several trainers can share one database; None means
+            ``"default"`` (every store opened on the database sees the same data).
+        clock: "Now" for every stored timestamp and the watchdog (see `LightningStore`).
+        scan_debounce_seconds: Minimum seconds between two watchdog scans (0: before every call).
+        client_kwargs: Extra keyword arguments for each `pymongo.AsyncMongoClient`.
+        retry_timeout: Seconds to keep retrying a call while the server is unreachable before raising
+            `agl_mongo.StoreUnavailableError`.
+    """
+
+    def __init__(
+        self,
+        uri: str = "mongodb://localhost:27017/",
+        *,
+        database: str | None = None,
+        partition_id: str | None = None,
+        clock: Callable[[], float] = time.time,
+        scan_debounce_seconds: float = 10.0,
+        client_kwargs: Mapping[str, Any] | None = None,
+        retry_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
+        parsed = parse_mongo_uri(uri)
+        database = database if database is not None else parsed.database or DEFAULT_DATABASE
+        partition = partition_id if partition_id is not None else parsed.partition_id or DEFAULT_PARTITION
+        for name, value in (("database", database), ("partition_id", partition)):
+            if not isinstance(value, str) or not value:
+                raise InvalidRequestError(f"{name} must be a non-empty string, got {value!r}.")
+        if (
+            isinstance(retry_timeout, bool)
+            or not isinstance(retry_timeout, (int, float))
+            or retry_timeout < 0
+        ):
+            raise InvalidRequestError(
+                f"retry_timeout must be a number of seconds >= 0, got {retry_timeout!r}."
+            )
+        if client_kwargs is not None and not isinstance(client_kwargs, Mapping):
+            raise InvalidRequestError(f"client_kwargs must be a dict, got {type(client_kwargs).__name__}.")
+        options: dict[str, Any] = {
+            "serverSelectionTimeoutMS": max(1, int(min(retry_timeout, 5.0) * 1000)),
+            "connectTimeoutMS": 5000,
+            "appname": "agl-mongo",
+        }
+        options.update(client_kwargs or {})
+        self.uri: str = redact(uri)
+        """The store URI with its password hidden."""
+        self.database: str = database
+        """The MongoDB database holding the store."""
+        self.partition_id: str = partition
+        """The partition every document of this store carries."""
+        self.retry_timeout: float = float(retry_timeout)
+        self._waiters = Waiters()
+        conn = MongoConnection(parsed.client_uri, self.uri, database, options, self.retry_timeout)
+        self._ctx = StoreContext(partition, clock, conn, self._waiters.wake_all)
+        self._span_cache = spans.SpanCache()
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> MongoLightningStore:
+        """Open ``mongodb://[user:pass@]host[:port][/DATABASE][?database=DB&partition_id=P&options]``.
+
+        The database is ``?database=``, else the URI path, else ``"agl"``; ``?partition_id=`` selects a
+        partition. Both are removed before pymongo sees the URI; other options are pymongo's (e.g.
+        ``directConnection=true``). Keyword arguments go to the constructor and win over the URI.
+        """
+        return cls(uri, **kwargs)
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        return f"{name}({self.uri!r}, database={self.database!r}, partition_id={self.partition_id!r})"
+
+    async def close(self) -> None:
+        """Close every client of this store; later calls raise `StoreClosedError`. Idempotent."""
+        await self._ctx.conn.close()
+        self._waiters.wake_all()
+
+    @property
+    def connection_retries(self) -> int:
+        """How many database calls were retried after a connection failure (a health signal)."""
+        return self._ctx.conn.retries
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """Thread-safe (one client per event loop), async-safe and shared (``zero_copy``); no OTLP."""
+        return LightningStoreCapabilities(
+            thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=False
+        )
+
+    async def _guard(self) -> None:
+        """Run the watchdog scan when one is due (before the methods the contract guards)."""
+        if self._watchdog_due():
+            await attempts.scan(self._ctx)
+
+    async def statistics(self) -> LightningStoreStatistics:
+        """Counts of the partition and the uptime."""
+        n_rollouts, n_attempts, n_spans, n_resources, n_workers = await rollouts.counts(self._ctx)
+        return LightningStoreStatistics(
+            name=type(self).__name__,
+            total_rollouts=n_rollouts,
+            total_attempts=n_attempts,
+            total_spans=n_spans,
+            total_resources=n_resources,
+            total_workers=n_workers,
+            uptime=self._uptime(),
+        )
+
+    # ------------------------------------------------------------------ rollouts and attempts
+
+    @staticmethod
+    def _new_rollout(
+        input: Any, mode: object, resources_id: object, config: object, metadata: object
+    ) -> rollouts.NewRollout:
+        config_json, watched = config_fields(config)
+        return rollouts.NewRollout(
+            dump_json("input", input),
+            store_logic.validate_mode(mode),
+            check_optional_str("resources_id", resources_id),
+            config_json,
+            watched,
+            metadata_json("metadata", metadata),
+        )
+
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """See `LightningStore.start_rollout`."""
+        item = self._new_rollout(input, mode, resources_id, config, metadata)
+        worker = check_optional_str("worker_id", worker_id)
+        await self._guard()
+        (created,) = await rollouts.create_rollouts(self._ctx, [item], "preparing", worker, uuid.uuid4().hex)
+        return created  # type: ignore[return-value]
+
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """See `LightningStore.enqueue_rollout`."""
+        item = self._new_rollout(input, mode, resources_id, config, metadata)
+        await self._guard()
+        (created,) = await rollouts.create_rollouts(self._ctx, [item], "queuing", None, "")
+        return created
+
+    async def enqueue_many_rollouts(self, rollouts_: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """Enqueue all requests with one insert, keeping their order in the result and the queue.
+
+        The insert is unordered but every document carries its queue position, so a partial failure
+        (connection loss past ``retry_timeout``) leaves the stored ones queued in order.
+        """
+        items = [
+            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+            for r in check_enqueue_requests(rollouts_)
+        ]
+        await self._guard()
+        return await rollouts.create_rollouts(self._ctx, items, "queuing", None, "")
+
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """See `LightningStore.dequeue_rollout`."""
+        worker = check_optional_str("worker_id", worker_id)
+        await self._guard()
+        claimed = await queue.dequeue(self._ctx, 1, worker)
+        return claimed[0] if claimed else None
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """Claim up to `limit` rollouts in FIFO order, one atomic claim each."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        worker = check_optional_str("worker_id", worker_id)
+        if limit <= 0:
+            return []
+        await self._guard()
+        return await queue.dequeue(self._ctx, limit, worker)
+
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """See `LightningStore.start_attempt`."""
+        check_id("rollout_id", rollout_id)
+        worker = check_optional_str("worker_id", worker_id)
+        await self._guard()
+        return await queue.start_attempt(self._ctx, rollout_id, worker)
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """See `LightningStore.query_rollouts` (deprecated ``status``/``rollout_ids`` still work)."""
+        statuses, ids = store_logic.resolve_rollout_query_aliases(
+            status_in, rollout_id_in, status, rollout_ids
+        )
+        normalized = store_logic.rollout_query_filter(
+            status_in=statuses,
+            rollout_id_in=ids,
+            rollout_id_contains=rollout_id_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Rollout)
+        await self._guard()
+        return await rollouts.query_rollouts(self._ctx, normalized, sort_by, sort_order, limit, offset)
+
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """See `LightningStore.query_attempts`."""
+        check_id("rollout_id", rollout_id)
+        _check_page(sort_by, sort_order, limit, offset, Attempt)
+        await self._guard()
+        return await rollouts.query_attempts(self._ctx, rollout_id, sort_by, sort_order, limit, offset)
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """See `LightningStore.get_rollout_by_id`."""
+        check_id("rollout_id", rollout_id)
+        await self._guard()
+        return await rollouts.get_rollout(self._ctx, rollout_id)
+
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """See `LightningStore.get_latest_attempt`."""
+        check_id("rollout_id", rollout_id)
+        await self._guard()
+        return await rollouts.get_latest_attempt(self._ctx, rollout_id)
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """See `LightningStore.update_rollout`."""
+        check_id("rollout_id", rollout_id)
+        changes: dict[str, Any] = {}
+        if input is not UNSET:
+            changes["input"] = dump_json("input", input)
+        if mode is not UNSET:
+            changes["mode"] = store_logic.validate_mode(mode)
+        if resources_id is not UNSET:
+            changes["resources_id"] = check_optional_str("resources_id", resources_id)
+        if status is not UNSET:
+            changes["status"] = store_logic.validate_rollout_status(status)
+        if config is not UNSET:
+            changes["config"], changes["wd"] = config_fields(config)
+        if metadata is not UNSET:
+            changes["metadata"] = metadata_json("metadata", metadata)
+        await self._guard()
+        return await rollouts.update_rollout(self._ctx, rollout_id, changes)
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """See `LightningStore.update_attempt`."""
+        check_id("rollout_id", rollout_id)
+        check_id("attempt_id", attempt_id)
+        if status is not UNSET:
+            status = store_logic.validate_attempt_status(status)
+        if worker_id is not UNSET:
+            worker_id = check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
+        if last_heartbeat_time is not UNSET:
+            last_heartbeat_time = check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
+        encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
+        await self._guard()
+        updated = await attempts.update_attempt(
+            self._ctx, rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded
+        )
+        assert updated is not None  # only the watchdog's precondition can skip the write
+        return updated
+
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """See `LightningStore.wait_for_rollouts`.
+
+        Polls the database (other processes may finish rollouts) every 50 ms, backing off to 0.5 s, and
+        wakes at once when a call of this store finishes a rollout.
+        """
+        ids = check_rollout_ids(rollout_ids)
+        wait = check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        interval = _POLL_START
+        while True:
+            woken: asyncio.Future[None] = loop.create_future()
+            self._waiters.add(loop, woken)  # registered before polling, so no completion is missed
+            try:
+                await self._guard()
+                found = await rollouts.rollouts_by_ids(self._ctx, ids)
+                finished = {rid: r for rid, r in found.items() if r.status in FINISHED_ROLLOUT_STATUSES}
+                remaining = None if deadline is None else deadline - loop.time()
+                if len(finished) == len(found) or (remaining is not None and remaining <= 0):
+                    return [finished[rid] for rid in ids if rid in finished]
+                pause = interval if remaining is None else min(interval, remaining)
+                handle = loop.call_later(pause, wake, woken)
+                try:
+                    await woken
+                finally:
+                    handle.cancel()
+            finally:
+                self._waiters.discard(woken)
+            interval = min(interval * 2, _POLL_MAX)
+
+    # ------------------------------------------------------------------ spans
+
+    async def add_span(self, span: Span) -> Span | None:
+        """See `LightningStore.add_span`."""
+        checked = store_logic.validate_span(span)
+        inserted = await spans.add_spans(self._ctx, [checked])
+        return inserted[0] if inserted else None
+
+    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
+        """Validate every span and check every target attempt, then insert the batch in one call.
+
+        Duplicates are skipped. Not atomic across documents: a connection loss past ``retry_timeout``
+        in the middle can leave part of a batch stored (each stored span is complete).
+        """
+        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
+            raise InvalidSpanError(
+                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
+            )
+        checked = [store_logic.validate_span(span) for span in spans_]
+        if not checked:
+            return []
+        return await spans.add_spans(self._ctx, checked)
+
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """See `LightningStore.get_next_span_sequence_id`."""
+        check_id("rollout_id", rollout_id)
+        return await spans.allocate_sequence_ids(self._ctx, rollout_id, 1)
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """Issue one sequence id per pair, in input order, with one ``$inc`` per distinct rollout."""
+        rollout_ids: list[str] = []
+        for pair in rollout_attempt_ids:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
+            rollout_ids.append(check_id("rollout_id", pair[0]))
+        wanted: dict[str, int] = {}
+        for rollout_id in rollout_ids:
+            wanted[rollout_id] = wanted.get(rollout_id, 0) + 1
+        next_id: dict[str, int] = {}
+        for rollout_id, count in wanted.items():
+            next_id[rollout_id] = await spans.allocate_sequence_ids(self._ctx, rollout_id, count) - count + 1
+        issued: list[int] = []
+        for rollout_id in rollout_ids:
+            issued.append(next_id[rollout_id])
+            next_id[rollout_id] += 1
+        return issued
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """See `LightningStore.query_spans`."""
+        check_id("rollout_id", rollout_id)
+        if attempt_id is not None:
+            check_id("attempt_id", attempt_id)
+        normalized = store_logic.span_query_filter(
+            rollout_id,
+            None if attempt_id == "latest" else attempt_id,
+            trace_id=trace_id,
+            trace_id_contains=trace_id_contains,
+            span_id=span_id,
+            span_id_contains=span_id_contains,
+            parent_id=parent_id,
+            parent_id_contains=parent_id_contains,
+            name=name,
+            name_contains=name_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Span)
+        await self._guard()
+        return await spans.query_spans(
+            self._ctx,
+            self._span_cache,
+            rollout_id,
+            attempt_id,
+            normalized,
+            sort_by,
+            sort_order,
+            limit,
+            offset,
+        )
+
+    # ------------------------------------------------------------------ resources
+
+    async def add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.add_resources`."""
+        return await resources.add_resources(self._ctx, dump_resources(resources_))
+
+    async def update_resources(self, resources_id: str, resources_: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.update_resources`."""
+        check_id("resources_id", resources_id)
+        encoded = dump_resources(resources_)
+        await self._guard()
+        return await resources.update_resources(self._ctx, resources_id, encoded)
+
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """See `LightningStore.get_resources_by_id`."""
+        check_id("resources_id", resources_id)
+        return await resources.get_resources(self._ctx, resources_id)
+
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """See `LightningStore.get_latest_resources`."""
+        return await resources.get_latest_resources(self._ctx)
+
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """See `LightningStore.query_resources`."""
+        normalized = store_logic.resources_query_filter(
+            resources_id=resources_id, resources_id_contains=resources_id_contains
+        )
+        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
+        return await resources.query_resources(self._ctx, normalized, sort_by, sort_order, limit, offset)
+
+    # ------------------------------------------------------------------ workers
+
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """See `LightningStore.query_workers`."""
+        normalized = store_logic.worker_query_filter(
+            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
+        )
+        _check_page(sort_by, sort_order, limit, offset, Worker)
+        await self._guard()
+        return await workers.query_workers(self._ctx, normalized, sort_by, sort_order, limit, offset)
+
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """See `LightningStore.get_worker_by_id`."""
+        check_id("worker_id", worker_id)
+        return await workers.get_worker(self._ctx, worker_id)
+
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """See `LightningStore.update_worker`."""
+        check_id("worker_id", worker_id)
+        updates = store_logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
+        if heartbeat_stats is not UNSET:
+            dump_json("heartbeat_stats", heartbeat_stats)
+        worker = await workers.upsert_worker(self._ctx, worker_id, updates, fetch=True)
+        assert worker is not None
+        return worker
+
+
+def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
+    """Validate sorting and pagination before any database call (the same checks as `store_logic`)."""
+    store_logic.validate_sort_order(sort_order)
+    if sort_by is not None:
+        store_logic.sort_key_for(sort_by, model_type)
+    store_logic.validate_pagination(limit, offset)
