@@ -6,9 +6,9 @@ export OMP_NUM_THREADS ?= 1
 
 PLUGINS := $(notdir $(wildcard plugins/*))
 
-.PRECIOUS: .venv-%/.installed
+.PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
-.PHONY: help venv demo test test-core test-plugins lint format bench clean
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -24,13 +24,16 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-# The main job (offline): APO improves a room-booking agent's prompt against scripted models on a local
-# OpenAI-compatible server -- store, runners, tracer, adapter and algorithm all run for real.
-demo: .venv-agl-apo/.installed
+# The main job (offline, CPU): a tiny local model learns a toy task through the whole loop -- SQLite store
+# served over HTTP, runner processes, LLM proxy, tracer, adapter -- with SFT warm-up then RL.
+demo: demo-train
+
+# APO improves a room-booking agent's prompt against scripted models on a local OpenAI-compatible server.
+demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins
+test: venv test-core test-plugins test-demo
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -70,3 +73,18 @@ bench: venv
 
 clean:
 	rm -rf $(VENV) .venv-* .agl build dist *.egg-info
+
+# The CPU training demo (examples/demo): SFT warm-up (agl-unsloth) then RL (agl-tinker, local backend) on one
+# SQLite store served over HTTP, runners in separate processes. Needs both plugins, so it has its own venv.
+.venv-demo/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml
+	$(PYTHON) -m venv .venv-demo
+	.venv-demo/bin/python -m pip install -q --upgrade pip
+	.venv-demo/bin/python -m pip install -q -r plugins/agl-tinker/requirements-pre.txt
+	.venv-demo/bin/python -m pip install -q -e '.[openai]' -e plugins/agl-unsloth -e plugins/agl-tinker pytest pytest-asyncio
+	@touch $@
+
+demo-train: .venv-demo/.installed
+	.venv-demo/bin/python examples/demo/run.py
+
+test-demo: .venv-demo/.installed
+	.venv-demo/bin/python -m pytest -q -p no:cacheprovider examples/demo/tests
