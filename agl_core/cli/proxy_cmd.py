@@ -1,0 +1,215 @@
+"""``agl proxy serve``: run the LLM proxy in front of OpenAI-compatible model servers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from agl_core.llm_proxy.backends import HttpBackend
+
+__all__ = ["parse_backend_options", "proxy_group"]
+
+
+@click.group(name="proxy")
+def proxy_group() -> None:
+    """Run the LLM proxy that records exact token ids per rollout."""
+
+
+def parse_backend_options(
+    values: tuple[str, ...] | list[str],
+    *,
+    api_key: str | None = None,
+    token_ids: bool = True,
+    streaming: bool = True,
+) -> dict[str, list[HttpBackend]]:
+    """Turn ``MODEL=URL`` options into a backend specification (replicas grouped by model).
+
+    Raises:
+        click.BadParameter: for a value without ``=`` or with an empty model name or URL.
+    """
+    from agl_core.llm_proxy.backends import HttpBackend
+
+    spec: dict[str, list[HttpBackend]] = {}
+    for value in values:
+        model, sep, url = value.partition("=")
+        if not sep or not model.strip() or not url.strip():
+            raise click.BadParameter(
+                f"{value!r} is not MODEL=URL; for example --backend my-model=http://127.0.0.1:8000/v1 "
+                "(use '*' as MODEL to serve every model name).",
+                param_hint="--backend",
+            )
+        spec.setdefault(model.strip(), []).append(
+            HttpBackend(
+                url=url.strip(),
+                api_key=api_key,
+                return_token_ids=token_ids,
+                logprobs=token_ids,
+                streaming=streaming,
+            )
+        )
+    return spec
+
+
+@proxy_group.command(name="serve")
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    required=True,
+    metavar="MODEL=URL",
+    help="A model server for MODEL (repeat for more replicas or models; MODEL '*' matches any name).",
+)
+@click.option(
+    "--store",
+    "store_uri",
+    default=None,
+    help="Store to record spans in (memory:, sqlite:///x.db, http://...).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (0.0.0.0: all).")
+@click.option(
+    "--port", default=4000, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any free)."
+)
+@click.option(
+    "--token",
+    envvar="AGL_PROXY_TOKEN",
+    default=None,
+    help="Require 'Authorization: Bearer TOKEN' from agents (default: $AGL_PROXY_TOKEN).",
+)
+@click.option(
+    "--api-key-env",
+    default=None,
+    metavar="VAR",
+    help="Environment variable holding the API key for the backends (keys never go on the command line).",
+)
+@click.option(
+    "--no-token-ids",
+    is_flag=True,
+    help="Do not ask backends for return_token_ids/logprobs (for servers that reject unknown fields).",
+)
+@click.option(
+    "--no-streaming",
+    is_flag=True,
+    help="Backends cannot stream: answer stream requests with synthesized SSE.",
+)
+@click.option(
+    "--balancing",
+    default="round_robin",
+    show_default=True,
+    type=click.Choice(["round_robin", "least_in_flight"]),
+)
+@click.option(
+    "--timeout",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(min=0.001),
+    help="Seconds per request.",
+)
+@click.option(
+    "--max-retries", default=2, show_default=True, type=click.IntRange(min=0), help="Failover tries."
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+def serve(
+    backends: tuple[str, ...],
+    store_uri: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    api_key_env: str | None,
+    no_token_ids: bool,
+    no_streaming: bool,
+    balancing: str,
+    timeout: float,
+    max_retries: int,
+    log_level: str,
+) -> None:
+    """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    api_key = None
+    if api_key_env:
+        api_key = os.environ.get(api_key_env)
+        if not api_key:
+            raise click.BadParameter(
+                f"environment variable {api_key_env} is not set", param_hint="--api-key-env"
+            )
+    spec = parse_backend_options(
+        backends, api_key=api_key, token_ids=not no_token_ids, streaming=not no_streaming
+    )
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        click.echo(
+            f"warning: serving on {host} without --token; anyone who can reach the port can use the models.",
+            err=True,
+        )
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "token": token or None,
+        "balancing": balancing,
+        "request_timeout": timeout,
+        "max_retries": max_retries,
+    }
+    try:
+        _run(_serve(spec, store_uri, options))
+    except OSError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+def _run(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop when it is installed (noticeably faster for the proxy), else on asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
+
+
+async def _serve(spec: dict[str, list[HttpBackend]], store_uri: str | None, options: dict[str, Any]) -> None:
+    from agl_core.llm_proxy import LLMProxy
+
+    store = None
+    if store_uri:
+        from agl_core.store import open_store
+
+        store = open_store(store_uri)
+    proxy = LLMProxy(spec, store=store, **options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except NotImplementedError:  # pragma: no cover - Windows
+            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+    try:
+        await proxy.start()
+        recording = f"recording to {store_uri}" if store_uri else "not recording (no --store)"
+        click.echo(
+            f"agl proxy: serving {', '.join(proxy.model_names()) or '*'} at {proxy.endpoint} "
+            f"({recording}; pid {os.getpid()}{', token required' if options['token'] else ''})"
+        )
+        sys.stdout.flush()
+        await stop.wait()
+        click.echo("agl proxy: shutting down (finishing in-flight requests)...")
+    finally:
+        if proxy.is_running():
+            await proxy.stop()
+        if store is not None:
+            await store.close()
+    stats = proxy.stats()
+    click.echo(
+        f"agl proxy: stopped after {stats['requests']} request(s); spans written {stats['spans_written']}, "
+        f"failed {stats['spans_failed']}, dropped {stats['spans_dropped']}."
+    )

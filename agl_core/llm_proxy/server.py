@@ -1,0 +1,468 @@
+"""The proxy's aiohttp application: routes, request validation, auth, and the request handlers.
+
+Routes (each also without ``/v1``, and each also under ``/rollout/{rollout_id}/attempt/{attempt_id}``,
+the URL :meth:`agl_core.types.ProxyLLM.get_base_url` builds): ``POST /v1/chat/completions``,
+``POST /v1/completions``, ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends).
+Only requests under a rollout path are recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from aiohttp import web
+
+from agl_core.llm_proxy import _json
+from agl_core.llm_proxy.backends import BackendPool, BackendTable, Replica
+from agl_core.llm_proxy.errors import ProxyHTTPError, error_body
+from agl_core.llm_proxy.forward import (
+    BufferedResult,
+    ForwardContext,
+    finish_stream,
+    forward_buffered,
+    open_stream,
+    read_limited,
+)
+from agl_core.llm_proxy.in_process import answer_in_process
+from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
+from agl_core.llm_proxy.recording import Exchange
+from agl_core.llm_proxy.streaming import (
+    SSE_HEADERS,
+    Operation,
+    complete_events_end,
+    encode_event,
+    end_quietly,
+    synthesize_sse,
+    write_quietly,
+)
+
+if TYPE_CHECKING:
+    from agl_core.store.base import LightningStore
+
+__all__ = ["ProxyServer"]
+
+logger = logging.getLogger("agl_core.llm_proxy")
+
+_JSON = "application/json"
+_ROLLOUT_PREFIX = "/rollout/{rollout_id}/attempt/{attempt_id}"
+_SEQUENCE_WAIT_S = 5.0
+
+
+class ProxyServer:
+    """Request handling state shared by every handler; :class:`~agl_core.llm_proxy.LLMProxy` owns it.
+
+    ``table`` may be replaced at any time (a backend swap): each request reads it once.
+    """
+
+    def __init__(
+        self,
+        *,
+        table: BackendTable,
+        ctx: ForwardContext,
+        get_store: Callable[[], LightningStore | None],
+        token: str | None,
+        max_request_bytes: int,
+        recorder: SpanRecorder,
+        allocator: SequenceAllocator,
+    ) -> None:
+        self.table = table
+        self.ctx = ctx
+        self.stats = ctx.stats
+        self._get_store = get_store
+        self._token = token.encode() if token else None
+        self.max_request_bytes = max_request_bytes
+        self.max_response_bytes = ctx.max_response_bytes
+        self.timeout = ctx.timeout
+        self.recorder = recorder
+        self.allocator = allocator
+
+    # ------------------------------------------------------------------ application
+
+    def build_app(self) -> web.Application:
+        """The aiohttp application with every route."""
+        app = web.Application(client_max_size=self.max_request_bytes)
+        for prefix in ("", _ROLLOUT_PREFIX):
+            for version in ("/v1", ""):
+                base = prefix + version
+                app.router.add_post(base + "/chat/completions", self._chat)
+                app.router.add_post(base + "/completions", self._completions)
+                app.router.add_get(base + "/models", self._models)
+        app.router.add_get("/health", self._health)
+        app.router.add_route("*", "/{tail:.*}", self._unknown)
+        return app
+
+    # ------------------------------------------------------------------ small routes
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    async def _models(self, request: web.Request) -> web.Response:
+        try:
+            self._check_auth(request)
+        except ProxyHTTPError as exc:
+            return exc.response()
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "agl"}
+            for name in self.table.model_names()
+        ]
+        return web.Response(body=_json.dumps({"object": "list", "data": data}), content_type=_JSON)
+
+    async def _unknown(self, request: web.Request) -> web.Response:
+        path = request.path.rstrip("/")
+        if path.endswith(("/chat/completions", "/completions", "/models")):
+            return ProxyHTTPError(
+                405,
+                f"{request.method} is not allowed on {request.path}; use POST for completions and GET "
+                "for models.",
+                type="invalid_request_error",
+                code="method_not_allowed",
+            ).response()
+        return ProxyHTTPError(
+            404,
+            f"Unknown path {request.path!r}. The proxy serves /v1/chat/completions, /v1/completions and "
+            "/v1/models, also under /rollout/{rollout_id}/attempt/{attempt_id}.",
+            type="invalid_request_error",
+            code="unknown_url",
+        ).response()
+
+    # ------------------------------------------------------------------ request parsing
+
+    def _check_auth(self, request: web.Request) -> None:
+        if self._token is None:
+            return
+        header = request.headers.get("Authorization", "")
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
+            raise ProxyHTTPError(
+                401,
+                "Missing or wrong bearer token: this proxy requires `Authorization: Bearer <token>` "
+                "(set api_key=<token> on the OpenAI client).",
+                type="invalid_request_error",
+                code="invalid_api_key",
+            )
+
+    async def _read_payload(self, request: web.Request, operation: Operation) -> tuple[dict[str, Any], bytes]:
+        length = request.content_length
+        if length is not None and length > self.max_request_bytes:
+            raise self._request_too_large()
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise self._request_too_large() from None
+        if not raw or raw.isspace():
+            raise ProxyHTTPError(
+                400, "The request body is empty; send a JSON object with 'model' and 'messages'."
+            )
+        try:
+            payload = _json.loads(raw)
+        except ValueError as exc:
+            raise ProxyHTTPError(
+                400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
+            ) from None
+        if not isinstance(payload, dict):
+            raise ProxyHTTPError(
+                400, f"The request body must be a JSON object, not {type(payload).__name__}."
+            )
+        model = payload.get("model")
+        if not isinstance(model, str) or not model:
+            raise ProxyHTTPError(400, "'model' is required and must be a non-empty string.", param="model")
+        if operation == "chat":
+            messages = payload.get("messages")
+            if (
+                not isinstance(messages, list)
+                or not messages
+                or not all(isinstance(m, dict) for m in messages)
+            ):
+                raise ProxyHTTPError(
+                    400,
+                    "'messages' is required and must be a non-empty list of message objects.",
+                    param="messages",
+                )
+        else:
+            prompt = payload.get("prompt")
+            if not isinstance(prompt, (str, list)) or (isinstance(prompt, list) and not prompt):
+                raise ProxyHTTPError(
+                    400,
+                    "'prompt' is required and must be a string, a list of strings or a list of token ids.",
+                    param="prompt",
+                )
+        stream = payload.get("stream")
+        if stream is not None and not isinstance(stream, bool):
+            raise ProxyHTTPError(400, f"'stream' must be true or false, got {stream!r}.", param="stream")
+        return payload, raw
+
+    def _request_too_large(self) -> ProxyHTTPError:
+        return ProxyHTTPError(
+            413,
+            f"The request body is larger than the proxy's limit of {self.max_request_bytes} bytes; "
+            "raise max_request_bytes or send less.",
+            code="request_too_large",
+        )
+
+    def _pool(self, model: str) -> BackendPool:
+        pool = self.table.pool_for(model)
+        if pool is None:
+            raise ProxyHTTPError(
+                404,
+                f"The model {model!r} is not served by this proxy; available models: "
+                f"{self.table.model_names()}.",
+                type="invalid_request_error",
+                code="model_not_found",
+                param="model",
+            )
+        return pool
+
+    # ------------------------------------------------------------------ completions
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat")
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "text_completion")
+
+    async def _handle(self, request: web.Request, operation: Operation) -> web.StreamResponse:
+        self.stats.requests += 1
+        start = time.time()
+        try:
+            self._check_auth(request)
+            payload, raw = await self._read_payload(request, operation)
+            pool = self._pool(payload["model"])
+        except ProxyHTTPError as exc:
+            self.stats.requests_failed += 1
+            return exc.response()
+        info = request.match_info
+        rollout_id = info.get("rollout_id")
+        if rollout_id is None or self._get_store() is None:
+            self.stats.requests_unrecorded += 1
+            if rollout_id is not None:
+                logger.debug("Not recording a request of rollout %s: the proxy has no store", rollout_id)
+            elif logger.isEnabledFor(logging.DEBUG):
+                logger.debug("Not recording %s: not under /rollout/{rid}/attempt/{aid}", request.path)
+            return await self._answer(request, operation, pool, payload, raw, None, None)
+        attempt_id = info["attempt_id"]
+        sequence = self.allocator.allocate(rollout_id, attempt_id)
+        exchange = Exchange(
+            rollout_id=rollout_id,
+            attempt_id=attempt_id,
+            sequence_id=None,
+            operation=operation,
+            request=payload,
+            status=0,
+            start_time=start,
+            end_time=start,
+            backend="",
+            stream=payload.get("stream") is True,
+            traceparent=request.headers.get("traceparent"),
+        )
+        self.recorder.reserve()
+        submitted = False
+        try:
+            response = await self._answer(request, operation, pool, payload, raw, exchange, sequence)
+            exchange.end_time = time.time()
+            if not exchange.status:
+                exchange.status = response.status
+            try:
+                exchange.sequence_id = await self._sequence_id(sequence)
+            finally:
+                self.recorder.submit(exchange, reserved=True)
+                submitted = True
+            return response
+        finally:
+            if not submitted:  # cancelled before the exchange could be handed over
+                self.recorder.release()
+
+    async def _answer(
+        self,
+        request: web.Request,
+        operation: Operation,
+        pool: BackendPool,
+        payload: dict[str, Any],
+        raw: bytes,
+        exchange: Exchange | None,
+        sequence: asyncio.Future[int | None] | None,
+    ) -> web.StreamResponse:
+        """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
+        try:
+            if pool.in_process:
+                response = await answer_in_process(request, operation, pool, payload, exchange, self.timeout)
+            elif payload.get("stream") is True and pool.streaming:
+                response = await self._http_stream(request, operation, pool, payload, raw, exchange, sequence)
+            else:
+                response = await self._http_buffered(operation, pool, payload, raw, exchange)
+        except ProxyHTTPError as exc:
+            response = exc.response()
+            if exchange is not None:
+                exchange.status, exchange.error, exchange.error_type = exc.status, exc.message, exc.kind
+        except Exception as exc:  # a bug in the proxy: answer 500 in OpenAI's shape and keep serving
+            logger.exception("LLM proxy failed on a %s request", operation)
+            message = f"The LLM proxy failed: {type(exc).__name__}: {exc}"
+            response = ProxyHTTPError(500, message, code="proxy_error").response()
+            if exchange is not None:
+                exchange.status, exchange.error, exchange.error_type = 500, message, "proxy_error"
+        if response.status >= 400:
+            self.stats.requests_failed += 1
+        return response
+
+    async def _sequence_id(self, future: asyncio.Future[int | None]) -> int | None:
+        """The allocated sequence id; None (the writer allocates one later) if the store is slow or failed."""
+        if future.done():
+            return future.result()
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), _SEQUENCE_WAIT_S)
+        except asyncio.TimeoutError:
+            self.stats.sequence_id_errors += 1
+            logger.warning(
+                "The store took over %.0fs to issue a span sequence id; recording continues.",
+                _SEQUENCE_WAIT_S,
+            )
+            return None
+
+    async def _http_buffered(
+        self,
+        operation: Operation,
+        pool: BackendPool,
+        payload: dict[str, Any],
+        raw: bytes,
+        exchange: Exchange | None,
+    ) -> web.StreamResponse:
+        """Non-streaming request, or a streaming one for a pool that cannot stream (SSE synthesized)."""
+        synthesize = payload.get("stream") is True
+        result = await forward_buffered(
+            self.ctx, pool, operation, payload, raw, stream=False if synthesize else None
+        )
+        if exchange is not None:
+            self._note_result(exchange, result)
+        if synthesize and result.status < 400:
+            return self._synthesized(result, operation, payload, exchange)
+        return web.Response(
+            body=result.body, status=result.status, headers={"Content-Type": result.content_type}
+        )
+
+    def _synthesized(
+        self, result: BufferedResult, operation: Operation, payload: dict[str, Any], exchange: Exchange | None
+    ) -> web.Response:
+        try:
+            parsed = _json.loads(result.body)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ProxyHTTPError(
+                502,
+                f"Backend {result.replica.label} answered with a body that is not a JSON object.",
+                code="bad_gateway",
+            )
+        include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+        if exchange is not None:
+            exchange.synthesized = True
+        return web.Response(body=synthesize_sse(parsed, operation, include_usage), headers=SSE_HEADERS)
+
+    @staticmethod
+    def _note_result(exchange: Exchange, result: BufferedResult) -> None:
+        exchange.status = result.status
+        exchange.backend = result.replica.label
+        exchange.attempts = result.attempts
+        exchange.response_body = result.body
+        if result.status >= 400:
+            exchange.error = result.error
+            exchange.error_type = str(result.status)
+
+    async def _http_stream(
+        self,
+        request: web.Request,
+        operation: Operation,
+        pool: BackendPool,
+        payload: dict[str, Any],
+        raw: bytes,
+        exchange: Exchange | None,
+        sequence: asyncio.Future[int | None] | None,
+    ) -> web.StreamResponse:
+        """Stream the backend's SSE to the agent as it arrives, keeping a copy for the record."""
+        upstream, error, replica, attempts = await open_stream(self.ctx, pool, operation, payload, raw)
+        if error is not None:
+            if exchange is not None:
+                self._note_result(exchange, error)
+            return web.Response(
+                body=error.body, status=error.status, headers={"Content-Type": error.content_type}
+            )
+        assert upstream is not None
+        if exchange is not None:
+            exchange.backend, exchange.attempts, exchange.status = replica.label, attempts, upstream.status
+        try:
+            content_type = upstream.headers.get("Content-Type", "")
+            if not content_type.startswith("text/event-stream"):
+                # The backend ignored ``stream``: answer the JSON it sent as a synthesized stream.
+                try:
+                    body = await read_limited(upstream, self.max_response_bytes)
+                except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                    raise ProxyHTTPError(
+                        502,
+                        f"Backend {replica.label} broke off its answer: {exc}",
+                        code="backend_unavailable",
+                    ) from None
+                result = BufferedResult(upstream.status, body, content_type, replica, attempts)
+                if exchange is not None:
+                    self._note_result(exchange, result)
+                return self._synthesized(result, operation, payload, exchange)
+            if sequence is not None and not sequence.done():
+                await asyncio.wait([sequence], timeout=_SEQUENCE_WAIT_S)
+            response = web.StreamResponse(status=upstream.status, headers=SSE_HEADERS)
+            await response.prepare(request)
+            copy: list[bytes] | None = [] if exchange is not None else None
+            failure = await self._pump(upstream, response, copy, replica)
+            await end_quietly(response)
+        finally:
+            finish_stream(replica, upstream)
+        if exchange is not None:
+            exchange.sse = True
+            exchange.response_body = b"".join(copy or ())
+            if failure is not None:
+                exchange.error, exchange.error_type = failure
+        return response
+
+    async def _pump(
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        copy: list[bytes] | None,
+        replica: Replica,
+    ) -> tuple[str, str] | None:
+        """Copy the backend's events to the agent (whole events only); the failure and its kind, if any.
+
+        A backend that breaks off or sends too much gets the stream ended with an OpenAI error event; an
+        agent that goes away just stops the copy.
+        """
+        size, limit = 0, self.max_response_bytes
+        tail = b""  # the start of an event whose end has not arrived yet
+        try:
+            async for received in upstream.content.iter_any():
+                size += len(received)
+                if size > limit:
+                    failure = f"the backend's stream exceeded the proxy's limit of {limit} bytes"
+                    await write_quietly(
+                        response, encode_event(error_body(failure, code="response_too_large"))
+                    )
+                    return failure, "response_too_large"
+                if copy is not None:
+                    copy.append(received)
+                chunk = tail + received if tail else received
+                end = complete_events_end(chunk)
+                chunk, tail = (chunk, b"") if end == len(chunk) else (chunk[:end], chunk[end:])
+                if chunk:
+                    try:
+                        await response.write(chunk)
+                    except ConnectionError as exc:  # includes aiohttp's ClientConnectionResetError
+                        return f"the agent disconnected during the stream: {exc}", "agent_disconnected"
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            failure = f"the backend's stream broke off: {type(exc).__name__}: {exc}"
+            logger.warning("Stream from %s broke off: %s", replica.label, failure)
+            await write_quietly(response, encode_event(error_body(failure, code="stream_interrupted")))
+            return failure, "stream_interrupted"
+        if tail:
+            await write_quietly(response, tail)
+        return None
