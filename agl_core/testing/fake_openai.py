@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import re
 import socket
 import threading
@@ -285,6 +286,8 @@ class FakeOpenAIServer:
         self.requests: list[RecordedRequest] = []
         self._faults: deque[Fault] = deque()
         self._ids = itertools.count(1)
+        # unique per server, so two fakes behind one proxy never hand out the same response id
+        self._id_prefix = os.urandom(3).hex()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._thread: threading.Thread | None = None
@@ -517,7 +520,7 @@ class FakeOpenAIServer:
         if not isinstance(top, int) or not 0 <= top <= 20:
             return _error(400, f"'top_logprobs' must be an integer from 0 to 20, got {top!r}.")
         logprobs = bool(body.get("logprobs")) or top > 0
-        ident, created = f"chatcmpl-fake-{next(self._ids)}", int(time.time())
+        ident, created = f"chatcmpl-fake-{self._id_prefix}-{next(self._ids)}", int(time.time())
         head = {"id": ident, "created": created, "model": model}
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
@@ -659,7 +662,7 @@ class FakeOpenAIServer:
         top = body.get("logprobs")
         if top is not None and (type(top) is not int or not 0 <= top <= 5):
             return _error(400, f"'logprobs' must be an integer from 0 to 5 for completions, got {top!r}.")
-        ident, created = f"cmpl-fake-{next(self._ids)}", int(time.time())
+        ident, created = f"cmpl-fake-{self._id_prefix}-{next(self._ids)}", int(time.time())
         choices = []
         for index, (prompt_ids, choice) in enumerate(per_prompt):
             entry: dict[str, Any] = {
