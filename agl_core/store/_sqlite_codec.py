@@ -1,0 +1,196 @@
+"""Encoding between agl models and `SqliteLightningStore` rows.
+
+Nested values are stored as JSON text (pydantic-core's Rust encoder and decoder; NaN and infinities
+are kept). Rows become models without re-validation: the store only reads what it wrote after
+validating it, so `construct` fills a model's instance slots directly (what ``model_construct`` does,
+minus its per-field default handling). Resources and spans, whose nested models have custom
+validators and extra fields, go through pydantic's JSON validation instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic_core import PydanticSerializationError, from_json, to_json
+
+from agl_core.store.errors import InvalidRequestError
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    NamedResources,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    Worker,
+)
+
+__all__ = [
+    "ATTEMPT_COLUMNS",
+    "ATTEMPT_COLUMNS_A",
+    "NAMED_RESOURCES",
+    "RESOURCES_COLUMNS",
+    "ROLLOUT_COLUMNS",
+    "ROLLOUT_COLUMNS_R",
+    "WORKER_COLUMNS",
+    "attempt_from_row",
+    "config_from_json",
+    "construct",
+    "dump_json",
+    "resources_from_row",
+    "rollout_from_row",
+    "worker_from_row",
+]
+
+M = TypeVar("M", bound=BaseModel)
+_set = object.__setattr__
+
+ROLLOUT_COLUMNS = "rollout_id, input, start_time, end_time, mode, resources_id, status, config, metadata"
+"""Column list that `rollout_from_row` reads."""
+ROLLOUT_COLUMNS_R = ", ".join("r." + c.strip() for c in ROLLOUT_COLUMNS.split(","))
+"""`ROLLOUT_COLUMNS` of the table alias ``r``."""
+ATTEMPT_COLUMNS = (
+    "rollout_id, attempt_id, sequence_id, start_time, end_time, status, worker_id, "
+    "last_heartbeat_time, metadata"
+)
+"""Column list that `attempt_from_row` reads."""
+ATTEMPT_COLUMNS_A = ", ".join("a." + c.strip() for c in ATTEMPT_COLUMNS.split(","))
+"""`ATTEMPT_COLUMNS` of the table alias ``a``."""
+WORKER_COLUMNS = (
+    "worker_id, status, heartbeat_stats, last_heartbeat_time, last_dequeue_time, last_busy_time, "
+    "last_idle_time, current_rollout_id, current_attempt_id"
+)
+"""Column list that `worker_from_row` reads."""
+RESOURCES_COLUMNS = "resources_id, create_time, update_time, version, resources"
+"""Column list that `resources_from_row` reads."""
+
+NAMED_RESOURCES: TypeAdapter[NamedResources] = TypeAdapter(NamedResources)
+"""Validates and dumps `NamedResources` (a dict of registered resource types)."""
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+
+def construct(cls: type[M], values: dict[str, Any]) -> M:
+    """A `cls` instance holding `values` (every field, already valid) without validation."""
+    obj = cls.__new__(cls)
+    _set(obj, "__dict__", values)
+    _set(obj, "__pydantic_fields_set__", set(values))
+    _set(obj, "__pydantic_extra__", None)
+    _set(obj, "__pydantic_private__", None)
+    return obj
+
+
+_config_cache: dict[str, tuple[Any, Any, int, tuple[str, ...]]] = {}
+
+
+def config_from_json(text: str) -> RolloutConfig:
+    """A fresh `RolloutConfig` from its stored JSON (parsed once per distinct text)."""
+    parts = _config_cache.get(text)
+    if parts is None:
+        config = RolloutConfig.model_validate_json(text)
+        parts = (
+            config.timeout_seconds,
+            config.unresponsive_seconds,
+            config.max_attempts,
+            tuple(config.retry_condition),
+        )
+        if len(_config_cache) >= 1024:
+            _config_cache.clear()
+        _config_cache[text] = parts
+    return construct(
+        RolloutConfig,
+        {
+            "timeout_seconds": parts[0],
+            "unresponsive_seconds": parts[1],
+            "max_attempts": parts[2],
+            "retry_condition": list(parts[3]),
+        },
+    )
+
+
+def rollout_from_row(row: Sequence[Any], attempt: Attempt | None = None) -> Rollout:
+    """A `Rollout` (an `AttemptedRollout` when `attempt` is given) from `ROLLOUT_COLUMNS` values."""
+    metadata = row[8]
+    values = {
+        "rollout_id": row[0],
+        "input": from_json(row[1]),
+        "start_time": row[2],
+        "end_time": row[3],
+        "mode": row[4],
+        "resources_id": row[5],
+        "status": row[6],
+        "config": config_from_json(row[7]),
+        "metadata": None if metadata is None else from_json(metadata),
+    }
+    if attempt is None:
+        return construct(Rollout, values)
+    values["attempt"] = attempt
+    return construct(AttemptedRollout, values)
+
+
+def attempt_from_row(row: Sequence[Any], offset: int = 0) -> Attempt:
+    """An `Attempt` from `ATTEMPT_COLUMNS` values starting at `offset` in `row`."""
+    metadata = row[offset + 8]
+    return construct(
+        Attempt,
+        {
+            "rollout_id": row[offset],
+            "attempt_id": row[offset + 1],
+            "sequence_id": row[offset + 2],
+            "start_time": row[offset + 3],
+            "end_time": row[offset + 4],
+            "status": row[offset + 5],
+            "worker_id": row[offset + 6],
+            "last_heartbeat_time": row[offset + 7],
+            "metadata": None if metadata is None else from_json(metadata),
+        },
+    )
+
+
+def worker_from_row(row: Sequence[Any]) -> Worker:
+    """A `Worker` from `WORKER_COLUMNS` values."""
+    stats = row[2]
+    return construct(
+        Worker,
+        {
+            "worker_id": row[0],
+            "status": row[1],
+            "heartbeat_stats": None if stats is None else from_json(stats),
+            "last_heartbeat_time": row[3],
+            "last_dequeue_time": row[4],
+            "last_busy_time": row[5],
+            "last_idle_time": row[6],
+            "current_rollout_id": row[7],
+            "current_attempt_id": row[8],
+        },
+    )
+
+
+def resources_from_row(row: Sequence[Any]) -> ResourcesUpdate:
+    """A `ResourcesUpdate` from `RESOURCES_COLUMNS` values."""
+    return construct(
+        ResourcesUpdate,
+        {
+            "resources_id": row[0],
+            "create_time": row[1],
+            "update_time": row[2],
+            "version": row[3],
+            "resources": NAMED_RESOURCES.validate_json(row[4]),
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------- encoding
+
+
+def dump_json(name: str, value: Any) -> str:
+    """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    try:
+        return to_json(value, inf_nan_mode="constants").decode()
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise InvalidRequestError(
+            f"{name} must be JSON-serializable to be stored in SQLite (dicts, lists, strings, numbers, "
+            f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
+        ) from None

@@ -1,0 +1,148 @@
+"""Translate `_logic` filters, sorts and pagination into SQL with exactly the in-memory semantics.
+
+- ``exact`` -> ``col = ?``; ``within`` -> ``col IN (...)`` (an empty set matches nothing);
+  ``contains`` -> ``instr(col, ?) > 0`` (case-sensitive, NULL never matches), never ``LIKE``.
+- Values that can never equal a column's Python values (a number for a text column) are dropped
+  before binding, since SQLite's type affinity would otherwise coerce them.
+- Sorting follows `_logic.sort_key_for`: ``*_time`` fields put NULL last ascending and first
+  descending; other NULLs sort as the field type's zero; ties keep insertion order in both directions
+  (Python's sort is stable, also with ``reverse=True``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agl_core.store._logic import FilterCondition, NormalizedFilter, sort_key_for, validate_sort_order
+
+__all__ = ["Column", "Expr", "InsertBuilder", "order_by", "page_total", "where"]
+
+_IN_PLACEHOLDER_LIMIT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """How a model field maps to SQL: the expression, whether it holds text, and its NULL sort value."""
+
+    sql: str
+    text: bool
+    null_as: str | None = None
+    """SQL literal that NULL sorts as (None: the column is never NULL, or it is a ``*_time`` field)."""
+
+
+def _accepts(column: Column, value: object) -> bool:
+    if column.text:
+        return isinstance(value, str)
+    return isinstance(value, (int, float))
+
+
+def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: list[Any]) -> str:
+    column = columns[cond.field]
+    if cond.op == "exact":
+        if not _accepts(column, cond.value):
+            return "0"
+        params.append(cond.value)
+        return f"{column.sql} = ?"
+    if cond.op == "within":
+        values = [v for v in cond.value if _accepts(column, v)]
+        if not values:
+            return "0"
+        if len(values) <= _IN_PLACEHOLDER_LIMIT:
+            params.extend(values)
+            return f"{column.sql} IN ({', '.join('?' * len(values))})"
+        from pydantic_core import to_json
+
+        params.append(to_json(values).decode())
+        return f"{column.sql} IN (SELECT value FROM json_each(?))"
+    # contains: a case-sensitive substring test, only meaningful for text columns
+    if not column.text or not isinstance(cond.value, str):
+        return "0"
+    params.append(cond.value)
+    return f"instr({column.sql}, ?) > 0"
+
+
+def where(normalized: NormalizedFilter, columns: Mapping[str, Column]) -> tuple[str, list[Any]]:
+    """``(sql, params)`` of a WHERE condition equivalent to `_logic.matches` (``"1"`` matches all)."""
+    params: list[Any] = []
+    parts = [_condition(c, columns, params) for c in normalized.must]
+    if normalized.conditions:
+        pool = [_condition(c, columns, params) for c in normalized.conditions]
+        joiner = " AND " if normalized.aggregate == "and" else " OR "
+        parts.append("(" + joiner.join(pool) + ")")
+    if not parts:
+        return "1", params
+    return " AND ".join(parts), params
+
+
+def order_by(
+    sort_by: str | None,
+    sort_order: str,
+    model_type: type,
+    columns: Mapping[str, Column],
+    insertion: str,
+) -> str:
+    """The ORDER BY clause (without the keyword) equivalent to `_logic.sort_items`.
+
+    Validates the field and the order.
+
+    `insertion` is the column that gives insertion order (the tie-breaker, and the order when
+    `sort_by` is None).
+    """
+    order = validate_sort_order(sort_order)
+    if sort_by is None:
+        return insertion
+    sort_key_for(sort_by, model_type)  # raises InvalidFilterError for unknown/unsortable fields
+    column = columns.get(sort_by)
+    if column is None:  # a sortable model field the schema does not store as a column
+        raise NotImplementedError(f"SqliteLightningStore cannot sort {model_type.__name__} by {sort_by!r}")
+    direction = " DESC" if order == "desc" else ""
+    if sort_by.endswith("_time"):
+        return f"({column.sql} IS NULL){direction}, {column.sql}{direction}, {insertion}"
+    expression = column.sql if column.null_as is None else f"coalesce({column.sql}, {column.null_as})"
+    return f"{expression}{direction}, {insertion}"
+
+
+def page_total(rows: Sequence[Any], limit: int, offset: int) -> int | None:
+    """The total number of matches if the page itself proves it, else None (run a COUNT)."""
+    count = len(rows)
+    if (limit == -1 or count < limit) and (count or offset == 0):
+        return offset + count
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """A SQL expression to inline in an `InsertBuilder` statement instead of a bound value."""
+
+    sql: str
+
+
+class InsertBuilder:
+    """``INSERT`` statements that bind only the non-NULL values.
+
+    Python's `sqlite3` sends every parameter that is not an exact int/float/str/bytes -- None
+    included -- through its adaptation protocol, which raises and clears two AttributeErrors per value.
+    Columns whose value is None are left out (NULL is their default) and `Expr` values are inlined, so a
+    hot insert binds only plain values. One statement text is cached per shape.
+    """
+
+    __slots__ = ("_cache", "_columns", "_suffix", "_table")
+
+    def __init__(self, table: str, columns: Sequence[str], suffix: str = "") -> None:
+        self._table = table
+        self._columns = tuple(columns)
+        self._suffix = suffix
+        self._cache: dict[tuple[Any, ...], str] = {}
+
+    def __call__(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``(sql, params)`` inserting `values` (one per column, in order)."""
+        shape = tuple(None if v is None else (v.sql if v.__class__ is Expr else True) for v in values)
+        sql = self._cache.get(shape)
+        if sql is None:
+            names = [c for c, s in zip(self._columns, shape, strict=True) if s is not None]
+            slots = ["?" if s is True else s for s in shape if s is not None]
+            sql = f"INSERT INTO {self._table} ({', '.join(names)}) VALUES ({', '.join(slots)}) {self._suffix}"
+            self._cache[shape] = sql
+        return sql, [v for v in values if v is not None and v.__class__ is not Expr]

@@ -1,0 +1,277 @@
+"""Transaction bodies of `SqliteLightningStore` for spans and span sequence ids.
+
+Like `agl_core.store._sqlite_ops`, every function runs on the store's thread inside the executor's
+transaction and takes the `SqliteOps` whose cursor and clock it uses. Decoded spans are cached by
+`SpanCache` (stored spans never change).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from agl_core.store import _logic
+from agl_core.store._sqlite_ops import SqliteOps
+from agl_core.store._sqlite_query import Column, InsertBuilder, order_by, page_total, where
+from agl_core.store.errors import AttemptNotFoundError, RolloutNotFoundError
+from agl_core.types import PaginatedResult, Span
+
+__all__ = [
+    "SPAN_SQL",
+    "SpanCache",
+    "add_span",
+    "add_spans",
+    "next_sequence_id",
+    "query_spans",
+    "sequence_ids",
+]
+
+SPAN_SQL: dict[str, Column] = {
+    "rollout_id": Column("rollout_id", True),
+    "attempt_id": Column("attempt_id", True),
+    "sequence_id": Column("sequence_id", False),
+    "trace_id": Column("trace_id", True, "''"),
+    "span_id": Column("span_id", True),
+    "parent_id": Column("parent_id", True, "''"),
+    "name": Column("name", True, "''"),
+    "start_time": Column("start_time", False),
+    "end_time": Column("end_time", False),
+}
+"""Span fields that can be filtered or sorted in SQL."""
+
+
+_SPAN_TARGET = (
+    "SELECT r.ord, r.status, r.latest_attempt_id, a.status FROM rollouts r "
+    "LEFT JOIN attempts a ON a.rollout_id = r.rollout_id AND a.attempt_id = ? WHERE r.rollout_id = ?"
+)
+_INSERT_SPAN = InsertBuilder(
+    "spans",
+    (
+        "rollout_id",
+        "attempt_id",
+        "span_id",
+        "sequence_id",
+        "trace_id",
+        "parent_id",
+        "name",
+        "start_time",
+        "end_time",
+        "data",
+    ),
+    "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
+)
+_TOUCH_ATTEMPT = "UPDATE attempts SET last_heartbeat_time = ? WHERE rollout_id = ? AND attempt_id = ?"
+_REVIVE_ATTEMPT = (
+    "UPDATE attempts SET last_heartbeat_time = ?, status = ?, end_time = NULL "
+    "WHERE rollout_id = ? AND attempt_id = ?"
+)
+_SET_ATTEMPT = (
+    "UPDATE attempts SET last_heartbeat_time = ?, status = ?, end_time = ? "
+    "WHERE rollout_id = ? AND attempt_id = ?"
+)
+# The last sequence id issued for a rollout: its counter, raised to the largest stored span id (an
+# index seek on spans(rollout_id, sequence_id)), so adding a span never has to write the counter.
+_CURRENT_COUNTER = (
+    "SELECT max(coalesce((SELECT value FROM span_counters WHERE rollout_id = ?1), 0), "
+    "coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0))"
+)
+# One statement: the next id is above both the issued ids and every stored span's id.
+_NEXT_COUNTER = (
+    "INSERT INTO span_counters (rollout_id, value) "
+    "VALUES (?1, coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0) + 1) "
+    "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value + 1, excluded.value) RETURNING value"
+)
+_SET_COUNTER = (
+    "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) "
+    "ON CONFLICT (rollout_id) DO UPDATE SET value = excluded.value"
+)
+
+
+# ---------------------------------------------------------------------------------------------- spans
+
+
+class SpanCache:
+    """Decoded spans by row id, so repeated queries neither re-read nor re-validate the same JSON.
+
+    Safe across processes and transactions because a stored span is immutable and never deleted, so a
+    row id always names the same span (if spans ever become deletable, drop them from the cache). It is
+    bounded (oldest entries go first) and only used on the store's thread. Like the in-memory store,
+    queries return these shared objects: treat returned spans as read-only.
+    """
+
+    __slots__ = ("_items", "_size")
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._items: dict[int, Span] = {}
+        self._size = size
+
+    def get(self, db: sqlite3.Cursor, row_ids: Sequence[int]) -> list[Span]:
+        """The spans of `row_ids`, in order; the JSON of the ones not cached yet is read through `db`."""
+        items = self._items
+        missing = [row_id for row_id in row_ids if row_id not in items]
+        if missing:
+            if len(items) + len(missing) > self._size:
+                for old in list(items)[: len(items) + len(missing) - self._size]:
+                    del items[old]
+            for start in range(0, len(missing), 500):
+                chunk = missing[start : start + 500]
+                rows = db.execute(
+                    f"SELECT ord, data FROM spans WHERE ord IN ({', '.join('?' * len(chunk))})", chunk
+                )
+                for row_id, text in rows.fetchall():
+                    items[row_id] = Span.model_validate_json(text)
+        return [items[row_id] for row_id in row_ids]
+
+
+def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
+    """Insert one validated span; None if its key is taken (a duplicate changes nothing).
+
+    An unknown rollout or attempt raises before anything is written. The span is a heartbeat of its
+    attempt (`_logic.heartbeat_transition`).
+    """
+    db = ops.db
+    rollout_id, attempt_id = span.rollout_id, span.attempt_id
+    row = db.execute(_SPAN_TARGET, (attempt_id, rollout_id)).fetchone()
+    if row is None:
+        raise RolloutNotFoundError(rollout_id)
+    if row[3] is None:
+        raise AttemptNotFoundError(rollout_id, attempt_id)
+    if not db.execute(*_INSERT_SPAN(_span_row(span, data))).rowcount:
+        return None
+    _heartbeat(ops, rollout_id, attempt_id, *row, ops.clock())
+    return span
+
+
+def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> list[Span]:
+    """Insert validated spans (with their JSON); return those inserted (duplicates skipped), in order.
+
+    Every span's rollout and attempt must exist (checked before anything is written). Each attempt
+    that received a span gets one heartbeat (`_logic.heartbeat_transition`).
+    """
+    db = ops.db
+    targets: dict[tuple[str, str], list[Any]] = {}
+    for span in spans:
+        key = (span.rollout_id, span.attempt_id)
+        if key not in targets:
+            row = db.execute(_SPAN_TARGET, (span.attempt_id, span.rollout_id)).fetchone()
+            if row is None:
+                raise RolloutNotFoundError(span.rollout_id)
+            if row[3] is None:
+                raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
+            targets[key] = [*row, False]
+    inserted: list[Span] = []
+    for span, data in zip(spans, datas, strict=True):
+        if db.execute(*_INSERT_SPAN(_span_row(span, data))).rowcount:
+            inserted.append(span)
+            targets[(span.rollout_id, span.attempt_id)][4] = True
+    if inserted:
+        now = ops.clock()
+        for (rollout_id, attempt_id), (ord_, r_status, latest_id, a_status, touched) in targets.items():
+            if touched:
+                _heartbeat(ops, rollout_id, attempt_id, ord_, r_status, latest_id, a_status, now)
+    return inserted
+
+
+def _span_row(span: Span, data: str) -> tuple[Any, ...]:
+    return (
+        span.rollout_id,
+        span.attempt_id,
+        span.span_id,
+        span.sequence_id,
+        span.trace_id,
+        span.parent_id,
+        span.name,
+        span.start_time,
+        span.end_time,
+        data,
+    )
+
+
+def _heartbeat(
+    ops: SqliteOps,
+    rollout_id: str,
+    attempt_id: str,
+    ord_: int,
+    rollout_status: str,
+    latest_id: str | None,
+    attempt_status: str,
+    now: float,
+) -> None:
+    """A span arrived for the attempt: refresh its heartbeat and apply `_logic.heartbeat_transition`."""
+    db = ops.db
+    new_attempt, new_rollout = _logic.heartbeat_transition(
+        rollout_status, attempt_status, is_latest=attempt_id == latest_id
+    )
+    if new_attempt == attempt_status:
+        db.execute(_TOUCH_ATTEMPT, (now, rollout_id, attempt_id))
+    elif (end_time := _logic.attempt_end_time_for(new_attempt, now)) is None:
+        db.execute(_REVIVE_ATTEMPT, (now, new_attempt, rollout_id, attempt_id))
+    else:
+        db.execute(_SET_ATTEMPT, (now, new_attempt, end_time, rollout_id, attempt_id))
+    if new_rollout is not None:
+        end = _logic.rollout_end_time_for(new_rollout, now)
+        if end is None:
+            db.execute("UPDATE rollouts SET status = ?, end_time = NULL WHERE ord = ?", (new_rollout, ord_))
+        else:
+            db.execute("UPDATE rollouts SET status = ?, end_time = ? WHERE ord = ?", (new_rollout, end, ord_))
+
+
+def _current_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
+    row = ops.db.execute(_CURRENT_COUNTER, (rollout_id,)).fetchone()
+    return int(row[0])
+
+
+def next_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
+    """Issue the next sequence id of `rollout_id` (1, 2, 3, ...; above every stored span's id)."""
+    return int(ops.db.execute(_NEXT_COUNTER, (rollout_id,)).fetchone()[0])
+
+
+def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:
+    """Issue one sequence id per entry of `rollout_ids` (`_logic.plan_sequence_ids`)."""
+    issued, counters = _logic.plan_sequence_ids(rollout_ids, lambda rid: _current_sequence_id(ops, rid))
+    ops.db.executemany(_SET_COUNTER, counters.items())
+    return issued
+
+
+def query_spans(
+    ops: SqliteOps,
+    cache: SpanCache,
+    rollout_id: str,
+    attempt_id: str | None,
+    normalized: _logic.NormalizedFilter,
+    sort_by: str | None,
+    sort_order: str,
+    limit: int,
+    offset: int,
+) -> PaginatedResult[Span]:
+    """Spans of one rollout (narrowed by its index, never scanning other rollouts), filtered and paged.
+
+    ``attempt_id="latest"`` resolves to the latest attempt; no rollout or no attempt gives an empty page.
+    """
+    db = ops.db
+    if attempt_id == "latest":
+        row = db.execute(
+            "SELECT latest_attempt_id FROM rollouts WHERE rollout_id = ?", (rollout_id,)
+        ).fetchone()
+        if row is None or row[0] is None:
+            return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
+        normalized = _logic.NormalizedFilter(
+            normalized.conditions,
+            (*normalized.must, _logic.FilterCondition("attempt_id", "exact", row[0])),
+            normalized.aggregate,
+        )
+    condition, params = where(normalized, SPAN_SQL)
+    order = order_by(sort_by, sort_order, Span, SPAN_SQL, "ord")
+    # Row ids only: with no field filter this reads just the covering (rollout_id, sequence_id) index.
+    row_ids = [
+        row[0]
+        for row in db.execute(
+            f"SELECT ord FROM spans WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+    ]
+    total = page_total(row_ids, limit, offset)
+    if total is None:
+        total = db.execute(f"SELECT count(*) FROM spans WHERE {condition}", params).fetchone()[0]
+    return PaginatedResult(items=cache.get(db, row_ids), limit=limit, offset=offset, total=total)

@@ -1,0 +1,697 @@
+"""`SqliteLightningStore`: the durable, embedded, multi-process `LightningStore` (``sqlite:///path.db``).
+
+Design:
+
+- **One thread per store** owns the store's only SQLite connection; every call (reads included) is a
+  job on its queue, so the event loop never waits on disk or on another process's lock
+  (`agl_core.store._sqlite_executor`). Results come back through ``loop.call_soon_threadsafe``, so one
+  store serves any number of event loops and threads.
+- **Group commit**: jobs that queue up while a transaction runs are committed together, each write in
+  its own savepoint; every caller is answered only after the commit that contains its write. A lone
+  single-statement write (``enqueue_rollout``, ``get_next_span_sequence_id``, ``update_worker``) runs in
+  autocommit, where SQLite commits the statement before ``execute`` returns.
+- **Durability**: WAL journal with ``synchronous=NORMAL``. A commit appends the transaction to the WAL
+  file before it returns, so whatever a call acknowledged survives a killed process (SIGKILL, OOM);
+  NORMAL only skips the fsync, which matters for a power cut or kernel crash (the file stays
+  consistent, the last commits may be lost). ``FULL`` would add an fsync to every call for that case.
+- **Several processes** may open the same file: every write transaction starts with ``BEGIN
+  IMMEDIATE`` (waiting up to ``busy_timeout`` seconds for the lock), and every decision (queue claims,
+  statuses, attempt and span sequence ids) is read and written inside that transaction. Nothing mutable
+  is cached in memory between transactions; only decoded spans are, because stored spans never change.
+- **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
+  open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
+- **Semantics** come from `agl_core.store._logic`, as in `InMemoryLightningStore`; filters, sorting
+  and pagination are translated to SQL with the same results (`agl_core.store._sqlite_query`).
+
+Values are stored as JSON: a rollout's ``input`` and metadata must be JSON-serializable (pydantic
+models are stored as their JSON form and read back as dicts; tuples and sets come back as lists).
+Returned spans may be shared between calls (as in the in-memory store): treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+from urllib.parse import unquote
+
+from agl_core.store import _logic
+from agl_core.store import _sqlite_reads as reads
+from agl_core.store import _sqlite_resources as resources_ops
+from agl_core.store import _sqlite_spans as spans_ops
+from agl_core.store._sqlite_codec import dump_json
+from agl_core.store._sqlite_executor import READ, READ_TX, WRITE, WRITE_ONE, SqliteExecutor
+from agl_core.store._sqlite_inputs import (
+    check_enqueue_requests,
+    check_id,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+    config_columns,
+    dump_resources,
+    metadata_json,
+)
+from agl_core.store._sqlite_ops import NewRollout, SqliteOps
+from agl_core.store._sqlite_schema import SchemaVersionError, open_connection
+from agl_core.store.base import (
+    UNSET,
+    LightningStore,
+    LightningStoreCapabilities,
+    LightningStoreStatistics,
+    Unset,
+)
+from agl_core.store.errors import InvalidRequestError, InvalidSpanError
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    AttemptStatus,
+    EnqueueRolloutRequest,
+    NamedResources,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    RolloutMode,
+    RolloutStatus,
+    Span,
+    Worker,
+    WorkerStatus,
+)
+from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+
+__all__ = ["SchemaVersionError", "SqliteLightningStore"]
+
+_T = TypeVar("_T")
+
+_POLL_START = 0.05
+_POLL_MAX = 0.5
+
+
+def _path_from_uri(uri: str) -> str:
+    """The file path of ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` / ``sqlite:///:memory:``."""
+    if not isinstance(uri, str) or not uri.lower().startswith("sqlite:"):
+        raise InvalidRequestError(f"Not a SQLite store URI: {uri!r}. Use 'sqlite:///path/to/store.db'.")
+    rest = uri[len("sqlite:") :]
+    if not rest.startswith("///"):
+        raise InvalidRequestError(
+            f"Invalid SQLite store URI {uri!r}: write three slashes before a relative path "
+            "('sqlite:///store.db') and four before an absolute one ('sqlite:////var/agl/store.db')."
+        )
+    if "?" in rest or "#" in rest:
+        raise InvalidRequestError(
+            f"SQLite store URI {uri!r} has a query string; pass options as keyword arguments instead "
+            "(open_store('sqlite:///store.db', busy_timeout=60))."
+        )
+    path = unquote(rest[3:])
+    if not path:
+        raise InvalidRequestError(f"SQLite store URI {uri!r} names no file. Use 'sqlite:///store.db'.")
+    return path
+
+
+class _Waiters:
+    """Futures of `wait_for_rollouts` calls, woken (on their own loops) when a rollout finishes locally."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
+
+    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        with self._lock:
+            self._items[future] = loop
+
+    def discard(self, future: asyncio.Future[None]) -> None:
+        with self._lock:
+            self._items.pop(future, None)
+
+    def wake_all(self) -> None:
+        with self._lock:
+            items = list(self._items.items())
+        for future, loop in items:
+            with contextlib.suppress(RuntimeError):  # the waiter's loop is closed
+                loop.call_soon_threadsafe(_wake, future)
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _after_commit(ops: SqliteOps, waiters: _Waiters) -> Callable[[], None]:
+    def hook() -> None:
+        if ops.finished_changed:
+            ops.finished_changed = False
+            waiters.wake_all()
+
+    return hook
+
+
+class SqliteLightningStore(LightningStore):
+    """A `LightningStore` in one SQLite file: durable, shareable by several processes, never blocking.
+
+    See the module docstring for the design (store thread, group commit, WAL durability, multi-process
+    transactions, schema migrations). Every semantic rule is the contract's (`LightningStore`). The
+    constructor opens the file (and migrates it when needed) before it returns, so a bad path or a
+    file from a newer agl fails at once; use ``async with`` or `close()` to stop the store's thread.
+
+    Args:
+        path: The database file; parent directories are created. ``":memory:"`` gives a private,
+            non-durable database (useful in tests).
+        clock: "Now" for every stored timestamp and the watchdog (see `LightningStore`).
+        scan_debounce_seconds: Minimum seconds between two watchdog scans (0: before every call).
+        busy_timeout: Seconds a write waits for another process holding the database lock before the
+            call fails with `StoreError`.
+
+    Raises:
+        SchemaVersionError: The file has a newer schema than this agl knows, or is not an agl store.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        clock: Callable[[], float] = time.time,
+        scan_debounce_seconds: float = 10.0,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
+        if not isinstance(path, (str, os.PathLike)):
+            raise InvalidRequestError(f"path must be a file path, got {type(path).__name__} {path!r}.")
+        path = os.fspath(path)
+        if not isinstance(path, str) or not path:
+            raise InvalidRequestError(f"path must be a non-empty file path, got {path!r}.")
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, (int, float)) or busy_timeout < 0:
+            raise InvalidRequestError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}.")
+        if path != ":memory:":
+            path = os.path.abspath(path)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.path: str = path
+        """Absolute path of the database file (or ``":memory:"``)."""
+        self.busy_timeout: float = float(busy_timeout)
+        ops = SqliteOps(clock)
+        self._ops = ops
+        self._span_cache = spans_ops.SpanCache()
+        self._waiters = _Waiters()
+
+        busy = self.busy_timeout
+
+        def connect() -> Any:  # must not capture `self`: the thread would keep the store alive
+            conn = open_connection(path, busy_timeout=busy)
+            ops.db = conn.cursor()
+            return conn
+
+        self._executor = SqliteExecutor(connect, path=path, on_commit=_after_commit(ops, self._waiters))
+        self._finalizer = weakref.finalize(self, self._executor.request_stop)
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> SqliteLightningStore:
+        """Open ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` or ``sqlite:///:memory:``.
+
+        Three slashes precede a relative path, four an absolute one (the SQLAlchemy convention).
+        Keyword arguments go to the constructor.
+        """
+        return cls(_path_from_uri(uri), **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r})"
+
+    async def close(self) -> None:
+        """Commit and acknowledge every queued call, then close the database. Idempotent."""
+        self._finalizer.detach()
+        await self._executor.close()
+        self._waiters.wake_all()
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """Thread-safe, async-safe and shared across processes (``zero_copy``); no OTLP endpoint."""
+        return LightningStoreCapabilities(
+            thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=False
+        )
+
+    def _call(
+        self, fn: Callable[..., _T], args: tuple[Any, ...], mode: int, guarded: bool = False
+    ) -> asyncio.Future[_T]:
+        """Queue ``fn(*args)`` for the store's thread (after a watchdog scan if `guarded` and one is due).
+
+        Returns the future to await (a plain function, not a coroutine: no extra frame per call).
+        """
+        if guarded and self._watchdog_due():
+            return self._executor.submit(self._ops.guarded, (fn, args), WRITE)
+        return self._executor.submit(fn, args, mode)
+
+    async def statistics(self) -> LightningStoreStatistics:
+        """Counts, uptime and ``database_bytes`` (pages in use times page size)."""
+        rollouts, attempts, spans, resources, workers, size = await self._call(
+            reads.counts, (self._ops,), READ
+        )
+        return LightningStoreStatistics(
+            name=type(self).__name__,
+            total_rollouts=rollouts,
+            total_attempts=attempts,
+            total_spans=spans,
+            total_resources=resources,
+            total_workers=workers,
+            uptime=self._uptime(),
+            database_bytes=size,
+        )
+
+    # ------------------------------------------------------------------ rollouts and attempts
+
+    @staticmethod
+    def _new_rollout(
+        input: Any, mode: object, resources_id: object, config: object, metadata: object
+    ) -> NewRollout:
+        return NewRollout(
+            dump_json("input", input),
+            _logic.validate_mode(mode),
+            check_optional_str("resources_id", resources_id),
+            *config_columns(config),
+            metadata_json("metadata", metadata),
+        )
+
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """See `LightningStore.start_rollout`."""
+        item = self._new_rollout(input, mode, resources_id, config, metadata)
+        worker = check_optional_str("worker_id", worker_id)
+        return await self._call(self._ops.start_rollout, (item, worker), WRITE, guarded=True)
+
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """See `LightningStore.enqueue_rollout`."""
+        item = self._new_rollout(input, mode, resources_id, config, metadata)
+        result = await self._call(self._ops.enqueue, ((item,),), WRITE_ONE, guarded=True)
+        return result[0]
+
+    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """Enqueue all requests atomically (one transaction), keeping their order."""
+        items = [
+            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+            for r in check_enqueue_requests(rollouts)
+        ]
+        return await self._call(self._ops.enqueue, (items,), WRITE, guarded=True)
+
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """See `LightningStore.dequeue_rollout`."""
+        worker = check_optional_str("worker_id", worker_id)
+        claimed = await self._call(self._ops.dequeue, (1, worker), WRITE, guarded=True)
+        return claimed[0] if claimed else None
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        worker = check_optional_str("worker_id", worker_id)
+        if limit <= 0:
+            return []
+        return await self._call(self._ops.dequeue, (limit, worker), WRITE, guarded=True)
+
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """See `LightningStore.start_attempt`."""
+        check_id("rollout_id", rollout_id)
+        worker = check_optional_str("worker_id", worker_id)
+        return await self._call(self._ops.start_attempt, (rollout_id, worker), WRITE, guarded=True)
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """See `LightningStore.query_rollouts`."""
+        status_in, rollout_id_in = _logic.resolve_rollout_query_aliases(
+            status_in, rollout_id_in, status, rollout_ids
+        )
+        normalized = _logic.rollout_query_filter(
+            status_in=status_in,
+            rollout_id_in=rollout_id_in,
+            rollout_id_contains=rollout_id_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Rollout)
+        args = (normalized, sort_by, sort_order, limit, offset)
+        return await self._call(
+            reads.query_rollouts, (self._ops, *args), _read_mode(limit, offset), guarded=True
+        )
+
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """See `LightningStore.query_attempts`."""
+        check_id("rollout_id", rollout_id)
+        _check_page(sort_by, sort_order, limit, offset, Attempt)
+        args = (rollout_id, sort_by, sort_order, limit, offset)
+        return await self._call(
+            reads.query_attempts, (self._ops, *args), _read_mode(limit, offset), guarded=True
+        )
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """See `LightningStore.get_rollout_by_id`."""
+        check_id("rollout_id", rollout_id)
+        return await self._call(
+            reads.get_rollout,
+            (
+                self._ops,
+                rollout_id,
+            ),
+            READ,
+            guarded=True,
+        )
+
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """See `LightningStore.get_latest_attempt`."""
+        check_id("rollout_id", rollout_id)
+        return await self._call(
+            reads.get_latest_attempt,
+            (
+                self._ops,
+                rollout_id,
+            ),
+            READ,
+            guarded=True,
+        )
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """See `LightningStore.update_rollout`."""
+        check_id("rollout_id", rollout_id)
+        changes: dict[str, Any] = {}
+        if input is not UNSET:
+            changes["input"] = dump_json("input", input)
+        if mode is not UNSET:
+            changes["mode"] = _logic.validate_mode(mode)
+        if resources_id is not UNSET:
+            changes["resources_id"] = check_optional_str("resources_id", resources_id)
+        if status is not UNSET:
+            changes["status"] = _logic.validate_rollout_status(status)
+        if config is not UNSET:
+            changes["config"], changes["timeout_seconds"], changes["unresponsive_seconds"] = config_columns(
+                config
+            )
+        if metadata is not UNSET:
+            changes["metadata"] = metadata_json("metadata", metadata)
+        return await self._call(self._ops.update_rollout, (rollout_id, changes), WRITE, guarded=True)
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """See `LightningStore.update_attempt`."""
+        check_id("rollout_id", rollout_id)
+        check_id("attempt_id", attempt_id)
+        if status is not UNSET:
+            status = _logic.validate_attempt_status(status)
+        if worker_id is not UNSET:
+            worker_id = check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
+        if last_heartbeat_time is not UNSET:
+            last_heartbeat_time = check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
+        encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
+        args = (rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded)
+        return await self._call(self._ops.update_attempt, args, WRITE, guarded=True)
+
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """See `LightningStore.wait_for_rollouts`.
+
+        Polls the database (other processes may finish rollouts) every 50 ms, backing off to 0.5 s, and
+        wakes at once when a call of this store finishes a rollout.
+        """
+        ids = check_rollout_ids(rollout_ids)
+        wait = check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        interval = _POLL_START
+        while True:
+            wake: asyncio.Future[None] = loop.create_future()
+            self._waiters.add(loop, wake)  # registered before polling, so no completion is missed
+            try:
+                found = await self._call(
+                    reads.rollouts_by_ids,
+                    (
+                        self._ops,
+                        ids,
+                    ),
+                    READ,
+                    guarded=True,
+                )
+                finished = {rid: r for rid, r in found.items() if _is_finished(r.status)}
+                remaining = None if deadline is None else deadline - loop.time()
+                if len(finished) == len(found) or (remaining is not None and remaining <= 0):
+                    return [finished[rid] for rid in ids if rid in finished]
+                if self._executor.closed:
+                    await self._call(reads.counts, (self._ops,), READ)  # raises StoreClosedError
+                pause = interval if remaining is None else min(interval, remaining)
+                handle = loop.call_later(pause, _wake, wake)
+                try:
+                    await wake
+                finally:
+                    handle.cancel()
+            finally:
+                self._waiters.discard(wake)
+            interval = min(interval * 2, _POLL_MAX)
+
+    # ------------------------------------------------------------------ spans
+
+    async def add_span(self, span: Span) -> Span | None:
+        """See `LightningStore.add_span`."""
+        checked = _logic.validate_span(span)
+        return await self._call(spans_ops.add_span, (self._ops, checked, _span_json(checked)), WRITE)
+
+    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
+        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
+        if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
+            raise InvalidSpanError(
+                f"add_many_spans expects a list of Span objects, got {type(spans).__name__}."
+            )
+        checked = [_logic.validate_span(span) for span in spans]
+        if not checked:
+            return []
+        datas = [_span_json(span) for span in checked]
+        return await self._call(spans_ops.add_spans, (self._ops, checked, datas), WRITE)
+
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """See `LightningStore.get_next_span_sequence_id`."""
+        check_id("rollout_id", rollout_id)
+        return await self._call(spans_ops.next_sequence_id, (self._ops, rollout_id), WRITE_ONE)
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
+        rollout_ids: list[str] = []
+        for pair in rollout_attempt_ids:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
+            check_id("rollout_id", pair[0])
+            rollout_ids.append(pair[0])
+        if not rollout_ids:
+            return []
+        return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """See `LightningStore.query_spans`."""
+        check_id("rollout_id", rollout_id)
+        if attempt_id is not None:
+            check_id("attempt_id", attempt_id)
+        normalized = _logic.span_query_filter(
+            rollout_id,
+            None if attempt_id == "latest" else attempt_id,
+            trace_id=trace_id,
+            trace_id_contains=trace_id_contains,
+            span_id=span_id,
+            span_id_contains=span_id_contains,
+            parent_id=parent_id,
+            parent_id_contains=parent_id_contains,
+            name=name,
+            name_contains=name_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Span)
+        args = (
+            self._ops,
+            self._span_cache,
+            rollout_id,
+            attempt_id,
+            normalized,
+            sort_by,
+            sort_order,
+            limit,
+            offset,
+        )
+        mode = READ_TX if attempt_id == "latest" else _read_mode(limit, offset)
+        return await self._call(spans_ops.query_spans, args, mode, guarded=True)
+
+    # ------------------------------------------------------------------ resources
+
+    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.add_resources`."""
+        encoded = dump_resources(resources)
+        return await self._call(resources_ops.add_resources, (self._ops, encoded), WRITE)
+
+    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.update_resources`."""
+        check_id("resources_id", resources_id)
+        encoded = dump_resources(resources)
+        args = (self._ops, resources_id, encoded)
+        return await self._call(resources_ops.update_resources, args, WRITE, guarded=True)
+
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """See `LightningStore.get_resources_by_id`."""
+        check_id("resources_id", resources_id)
+        return await self._call(resources_ops.get_resources, (self._ops, resources_id), READ)
+
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """See `LightningStore.get_latest_resources`."""
+        return await self._call(resources_ops.get_latest_resources, (self._ops,), READ)
+
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """See `LightningStore.query_resources`."""
+        normalized = _logic.resources_query_filter(
+            resources_id=resources_id, resources_id_contains=resources_id_contains
+        )
+        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
+        args = (self._ops, normalized, sort_by, sort_order, limit, offset)
+        return await self._call(resources_ops.query_resources, args, _read_mode(limit, offset))
+
+    # ------------------------------------------------------------------ workers
+
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """See `LightningStore.query_workers`."""
+        normalized = _logic.worker_query_filter(
+            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
+        )
+        _check_page(sort_by, sort_order, limit, offset, Worker)
+        args = (normalized, sort_by, sort_order, limit, offset)
+        return await self._call(
+            reads.query_workers, (self._ops, *args), _read_mode(limit, offset), guarded=True
+        )
+
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """See `LightningStore.get_worker_by_id`."""
+        check_id("worker_id", worker_id)
+        return await self._call(
+            reads.get_worker,
+            (
+                self._ops,
+                worker_id,
+            ),
+            READ,
+        )
+
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """See `LightningStore.update_worker`."""
+        check_id("worker_id", worker_id)
+        _logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is queued
+        if heartbeat_stats is not UNSET:
+            dump_json("heartbeat_stats", heartbeat_stats)
+        return await self._call(self._heartbeat, (worker_id, heartbeat_stats), WRITE_ONE)
+
+    def _heartbeat(self, worker_id: str, heartbeat_stats: Any) -> Worker:
+        updates = _logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
+        return self._ops.update_worker(worker_id, updates)
+
+
+def _span_json(span: Span) -> str:
+    return span.model_dump_json()
+
+
+def _is_finished(status: str) -> bool:
+    return status in FINISHED_ROLLOUT_STATUSES
+
+
+def _read_mode(limit: int, offset: int) -> int:
+    """A query is one SELECT unless it may need a COUNT too (then both must see one snapshot)."""
+    return READ if limit == -1 and offset == 0 else READ_TX
+
+
+def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
+    """Validate sorting and pagination on the caller's thread (the same checks as `_logic`)."""
+    _logic.validate_sort_order(sort_order)
+    if sort_by is not None:
+        _logic.sort_key_for(sort_by, model_type)
+    _logic.validate_pagination(limit, offset)
