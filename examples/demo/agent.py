@@ -13,7 +13,7 @@ from openai import AsyncOpenAI
 from tasks import Task, digit_share
 
 from agl_core.litagent import rollout
-from agl_core.types import LLM
+from agl_core.types import LLM, NamedResources, PromptTemplate
 
 __all__ = ["Outcome", "check_answer", "demo_agent", "solve"]
 
@@ -37,10 +37,10 @@ def check_answer(answer: str) -> str:
     return f"Checker: {digits} of {len(chars)} characters are digits. Give your final answer."
 
 
-async def solve(task: Task, client: AsyncOpenAI, model: str) -> Outcome:
+async def solve(task: Task, client: AsyncOpenAI, model: str, system: str = SYSTEM) -> Outcome:
     """Run the two-turn episode on ``task`` with ``model`` behind ``client``."""
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": SYSTEM},
+        {"role": "system", "content": system},
         {"role": "user", "content": task["question"]},
     ]
     tokens = 0
@@ -58,8 +58,14 @@ async def solve(task: Task, client: AsyncOpenAI, model: str) -> Outcome:
 
 
 @rollout
-async def demo_agent(task: Task, llm: LLM) -> float:
-    """The rollout: reach the served model (``main_llm``) through the LLM proxy; return the reward."""
+async def demo_agent(task: Task, llm: LLM, resources: NamedResources) -> float:
+    """The rollout: reach the served model (``main_llm``) through the LLM proxy; return the reward.
+
+    The system prompt comes from a ``prompt_template`` resource when one is published (so APO can
+    optimise it), else the built-in ``SYSTEM``.
+    """
+    template = resources.get("prompt_template")
+    system = template.template if isinstance(template, PromptTemplate) else SYSTEM
     client = AsyncOpenAI(base_url=llm.endpoint, api_key=llm.api_key or "unused", max_retries=1, timeout=120)
     async with client:
-        return (await solve(task, client, llm.model)).reward
+        return (await solve(task, client, llm.model, system)).reward
