@@ -1,11 +1,18 @@
 """The store backend toolkit: pure, backend-independent rules every store uses.
 
-Status propagation, retries, the watchdog scan, worker bookkeeping, filter normalisation, sorting,
-pagination, id generation and sequence-id planning. The in-memory and SQLite stores and the agl-mongo
-plugin all decide state changes with these functions, which is what keeps their semantics identical;
-a third-party store should use them too.
+Argument checks, status propagation, retries, the watchdog scan, worker bookkeeping, filter
+normalisation, sorting, pagination, id generation and sequence-id planning. The in-memory and SQLite
+stores and the agl-mongo plugin all decide state changes with these functions, which is what keeps
+their semantics identical; a third-party store should use them too.
 """
 
+from agl_core.store._inputs import (
+    check_enqueue_requests,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+)
 from agl_core.store._logic import (
     MATCH_ALL,
     WATCHDOG_GUARDED_METHODS,
@@ -65,6 +72,11 @@ __all__ = [
     "apply_worker_updates",
     "attempt_end_time_for",
     "build_predicate",
+    "check_enqueue_requests",
+    "check_optional_number",
+    "check_optional_str",
+    "check_rollout_ids",
+    "check_timeout",
     "draw_unique_id",
     "heartbeat_transition",
     "matches",

@@ -38,6 +38,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
+from agl_core.store._inputs import (
+    check_enqueue_requests,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+)
 from agl_core.store._logic import (
     NormalizedFilter,
     build_predicate,
@@ -61,16 +68,7 @@ from agl_core.store._logic import (
     worker_query_filter,
     worker_updates_for_heartbeat,
 )
-from agl_core.store._memory_inputs import (
-    check_limit,
-    check_optional_number,
-    check_optional_str,
-    check_rollout_id_list,
-    check_timeout,
-    copy_config,
-    copy_metadata,
-    enqueue_requests,
-)
+from agl_core.store._memory_inputs import check_limit, copy_config, copy_metadata
 from agl_core.store._memory_models import replace
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
@@ -254,7 +252,7 @@ class InMemoryLightningStore(LightningStore):
                 copy_config(r.config),
                 copy_metadata("metadata", r.metadata),
             )
-            for r in enqueue_requests(rollouts)
+            for r in check_enqueue_requests(rollouts)
         ]
         st = self._state
         with self._lock:
@@ -482,7 +480,7 @@ class InMemoryLightningStore(LightningStore):
         Unknown ids are omitted; ``timeout <= 0`` checks once; None waits indefinitely (real time).
         Raises `StoreClosedError` if the store is or gets closed.
         """
-        ids = check_rollout_id_list(rollout_ids)
+        ids = check_rollout_ids(rollout_ids)
         wait_limit = check_timeout(timeout)
         loop = asyncio.get_running_loop()
         deadline = None if wait_limit is None else time.monotonic() + wait_limit

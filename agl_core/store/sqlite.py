@@ -44,15 +44,17 @@ from agl_core.store import _logic
 from agl_core.store import _sqlite_reads as reads
 from agl_core.store import _sqlite_resources as resources_ops
 from agl_core.store import _sqlite_spans as spans_ops
-from agl_core.store._sqlite_codec import dump_json
-from agl_core.store._sqlite_executor import READ, READ_TX, WRITE, WRITE_ONE, SqliteExecutor
-from agl_core.store._sqlite_inputs import (
+from agl_core.store._inputs import (
     check_enqueue_requests,
-    check_id,
     check_optional_number,
     check_optional_str,
     check_rollout_ids,
     check_timeout,
+)
+from agl_core.store._sqlite_codec import dump_json
+from agl_core.store._sqlite_executor import READ, READ_TX, WRITE, WRITE_ONE, SqliteExecutor
+from agl_core.store._sqlite_inputs import (
+    check_id,
     config_columns,
     dump_resources,
     metadata_json,

@@ -11,7 +11,7 @@ spans and resources, whose nested models carry extra fields, go through pydantic
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -21,7 +21,6 @@ from agl_core.store import InvalidRequestError
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    EnqueueRolloutRequest,
     NamedResources,
     ResourcesUpdate,
     Rollout,
@@ -34,12 +33,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "attempt_from_entry",
     "attempts_of",
-    "check_enqueue_requests",
     "check_id",
-    "check_optional_number",
-    "check_optional_str",
-    "check_rollout_ids",
-    "check_timeout",
     "config_fields",
     "config_from_json",
     "dump_json",
@@ -251,67 +245,3 @@ def check_id(name: str, value: object) -> str:
     if isinstance(value, str):
         return value
     raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")
-
-
-def check_optional_str(name: str, value: object) -> str | None:
-    """`value` if it is a string or None, else `InvalidRequestError`."""
-    if value is None or isinstance(value, str):
-        return value
-    raise InvalidRequestError(f"{name} must be a string or None, got {type(value).__name__} {value!r}.")
-
-
-def check_optional_number(name: str, value: object) -> float | None:
-    """`value` if it is an int/float (not bool) or None, else `InvalidRequestError`."""
-    if value is None or isinstance(value, float):
-        return value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    raise InvalidRequestError(
-        f"{name} must be a number of seconds since the epoch or None, got {type(value).__name__} {value!r}."
-    )
-
-
-def check_rollout_ids(value: object) -> list[str]:
-    """The ``rollout_ids`` of `wait_for_rollouts`: a list (not a string) of string ids."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, set, frozenset)):
-        raise InvalidRequestError(
-            "rollout_ids must be a list of rollout ids, e.g. ['ro-...'], "
-            f"not {type(value).__name__} {value!r}."
-        )
-    ids = list(value)
-    for rollout_id in ids:
-        if not isinstance(rollout_id, str):
-            raise InvalidRequestError(f"rollout_ids must contain strings, got {rollout_id!r}.")
-    return ids
-
-
-def check_timeout(value: object) -> float | None:
-    """The ``timeout`` of `wait_for_rollouts`: None (wait forever) or a number of seconds."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise InvalidRequestError(f"timeout must be a number of seconds or None, got {value!r}.")
-
-
-def check_enqueue_requests(requests: object) -> list[EnqueueRolloutRequest]:
-    """The argument of `enqueue_many_rollouts`: a sequence of requests (or dicts of their fields)."""
-    if isinstance(requests, (str, bytes, Mapping)) or not isinstance(requests, Sequence):
-        raise InvalidRequestError(
-            f"enqueue_many_rollouts expects a list of EnqueueRolloutRequest, got {type(requests).__name__}."
-        )
-    result: list[EnqueueRolloutRequest] = []
-    for index, request in enumerate(requests):
-        if isinstance(request, EnqueueRolloutRequest):
-            result.append(request)
-        elif isinstance(request, Mapping):
-            try:
-                result.append(EnqueueRolloutRequest.model_validate(request))
-            except ValidationError as exc:
-                raise InvalidRequestError(f"Invalid enqueue request at index {index}: {exc}") from None
-        else:
-            raise InvalidRequestError(
-                f"Item {index} of enqueue_many_rollouts is a {type(request).__name__}; "
-                "pass EnqueueRolloutRequest(input=...) objects."
-            )
-    return result

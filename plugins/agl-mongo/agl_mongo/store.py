@@ -25,6 +25,13 @@ from agl_core.store import (
     Unset,
 )
 from agl_core.store import logic as store_logic
+from agl_core.store.logic import (
+    check_enqueue_requests,
+    check_optional_number,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+)
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -44,12 +51,7 @@ from agl_core.types import (
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
 from agl_mongo.codec import (
-    check_enqueue_requests,
     check_id,
-    check_optional_number,
-    check_optional_str,
-    check_rollout_ids,
-    check_timeout,
     config_fields,
     dump_json,
     dump_resources,
