@@ -11,6 +11,12 @@ Agent Lightning 0.3.0 reference numbers measured on this machine and ``ratio`` =
 ``--repeat`` (default 3 for memory, 1 otherwise) runs each operation on that many fresh stores and
 reports medians.
 
+``--peer-python PYTHON`` (an interpreter with ``agentlightning==0.3.0``) also runs the same workload
+on Agent Lightning right before each of agl's operations (`peer_store_bench.py`; its in-memory store, or its
+HTTP server for ``--store http``) and adds ``peer_rate`` and ``peer_ratio``: the comparison made on the
+same machine at the same moment, which matters here because this machine's speed drifts by up to a
+third between minutes. The fixed reference numbers stay the targets of record.
+
 Operations (counts at ``--scale 1``): 10k ``enqueue_rollout``; 10k ``dequeue_rollout`` (each claim
 starts an attempt); 100k ``add_span``; 100k spans through ``add_many_spans`` in batches of 100;
 10k ``query_spans`` of one rollout holding 20 spans; 10k ``update_attempt`` (each sets a worker's
@@ -416,6 +422,17 @@ async def run_in_processes(op: Operation, uri: str, count: int, processes: int) 
     return done, max(r[2] for r in reports) - min(r[1] for r in reports)
 
 
+def measure_peer(python: str, kind: str, op_name: str, args: argparse.Namespace) -> float:
+    """Agent Lightning 0.3.0's rate for `op_name`, measured now by `peer_store_bench.py` under `python`."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer_store_bench.py")
+    command = [python, script, "--store", kind, "--only", op_name, "--scale", str(args.scale)]
+    command += ["--repeat", str(args.repeat)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the peer benchmark failed ({' '.join(command)}):\n{done.stderr[-2000:]}")
+    return float(json.loads(done.stdout)["results"][op_name]["rate"])
+
+
 async def measure(op: Operation, source: StoreSource, args: argparse.Namespace) -> dict[str, Any]:
     count = max(args.clients, args.client_processes, int(op.base_count * args.scale))
     rates: list[float] = []
@@ -459,12 +476,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         target = TARGET_RATIO.get(source.kind)
         selected = [o for o in OPERATIONS if not args.only or o.name in args.only]
         results: dict[str, Any] = {}
+        peer_kind = "http" if reference is REFERENCE_HTTP_ONE_CLIENT else "memory"
         for op in selected:
+            peer_rate = None
+            if args.peer_python:
+                peer_rate = await asyncio.to_thread(measure_peer, args.peer_python, peer_kind, op.name, args)
             result = await measure(op, source, args)
             result["reference"] = reference[op.name]
             result["ratio"] = round(result["rate"] / reference[op.name], 2)
             if target is not None:
                 result["meets_target"] = result["ratio"] >= target
+            if peer_rate is not None:
+                result["peer_rate"] = peer_rate
+                result["peer_ratio"] = round(result["rate"] / peer_rate, 2)
             results[op.name] = result
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -480,6 +504,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "results": results,
         "ratio_reference": reference_name,
+        "peer": f"agentlightning 0.3.0 {peer_kind} via {args.peer_python}" if args.peer_python else None,
         "target_ratio": target,
         "reference": {
             "agentlightning_0.3.0_in_memory": REFERENCE_IN_MEMORY,
@@ -509,6 +534,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--only", nargs="*", choices=[o.name for o in OPERATIONS], help="measure only these operations"
+    )
+    parser.add_argument(
+        "--peer-python",
+        help="interpreter with agentlightning==0.3.0: also measure it now, next to each operation",
     )
     args = parser.parse_args()
     if args.repeat is None:

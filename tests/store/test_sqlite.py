@@ -397,6 +397,7 @@ async def test_a_failing_call_in_a_group_commit_rolls_back_only_itself(store: Sq
     attempted = await store.start_rollout("x")
     release = threading.Event()
     # Hold the store's thread so the next calls queue up and run as one group (one transaction).
+    store._executor.inline = False
     blocker = store._executor.submit(release.wait, (BOUND,), 0)
     await asyncio.sleep(0)
     calls = [
@@ -422,6 +423,66 @@ async def test_a_failing_call_in_a_group_commit_rolls_back_only_itself(store: Sq
     spans = await store.query_spans(attempted.rollout_id)
     assert [s.span_id for s in spans] == ["also-kept"]
     assert (await store.statistics())["total_rollouts"] == 3
+
+
+# ---------------------------------------------------------------------------------------------- inline path
+
+
+async def test_a_call_on_an_idle_store_runs_on_the_callers_thread(db_path: Path) -> None:
+    here = threading.get_ident()
+    async with SqliteLightningStore(db_path) as store:
+        assert await store._executor.submit(threading.get_ident, (), 0) == here
+    async with SqliteLightningStore(db_path, inline=False) as store:
+        assert await store._executor.submit(threading.get_ident, (), 0) != here
+
+
+async def test_overlapping_calls_go_through_the_store_thread_as_a_group(db_path: Path) -> None:
+    here = threading.get_ident()
+    async with SqliteLightningStore(db_path) as store:
+        executor = store._executor
+        threads = await asyncio.gather(*(executor.submit(threading.get_ident, (), 0) for _ in range(10)))
+        assert threads[0] == here  # the first found the store idle
+        assert all(t != here for t in threads[1:])  # the others overlapped it
+        rollouts = await asyncio.gather(*(store.enqueue_rollout(i) for i in range(50)))
+        assert [r.input for r in rollouts] == list(range(50))
+        assert await executor.submit(threading.get_ident, (), 0) == here  # idle again: inline again
+
+
+async def test_inline_calls_still_let_other_tasks_run(db_path: Path) -> None:
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    async with SqliteLightningStore(db_path) as store:
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        before = ticks
+        for _ in range(100):
+            await store.get_latest_resources()
+        during = ticks - before
+        stop.set()
+        await asyncio.wait_for(task, BOUND)
+    assert during >= 99  # the loop ran the ticker between every two store calls
+
+
+async def test_inline_writes_keep_the_wal_bounded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agl_core.store import _sqlite_executor
+
+    monkeypatch.setattr(_sqlite_executor, "CHECKPOINT_EVERY", 16)
+    async with SqliteLightningStore(db_path) as store:
+        wal = Path(f"{db_path}-wal")
+        for i in range(1000):
+            await store.enqueue_rollout(i)
+        # 1,000 commits of ~3 pages would make a ~12 MB WAL without checkpoints that restart it.
+        assert wal.stat().st_size < 2_000_000
+        assert (await store.statistics())["total_rollouts"] == 1000
+    with raw(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM rollouts").fetchone()[0] == 1000
 
 
 async def test_the_event_loop_keeps_running_while_another_process_holds_the_lock(db_path: Path) -> None:
