@@ -55,6 +55,7 @@ __all__ = [
     "new_attempt_id",
     "new_resources_id",
     "new_rollout_id",
+    "next_rollout_status",
     "next_rollout_status_after_attempt_update",
     "normalize_filter",
     "paginate",
@@ -255,12 +256,30 @@ def next_rollout_status_after_attempt_update(
     Raises:
         InvalidStatusError: `new_attempt_status` is not an attempt status.
     """
+    return next_rollout_status(
+        rollout.status, rollout.config, attempt.sequence_id, new_attempt_status, is_latest=is_latest
+    )
+
+
+def next_rollout_status(
+    rollout_status: str,
+    config: RolloutConfig,
+    attempt_sequence_id: int,
+    new_attempt_status: str,
+    *,
+    is_latest: bool,
+) -> RolloutStatus | None:
+    """`next_rollout_status_after_attempt_update` from plain values (for stores that keep rows).
+
+    Raises:
+        InvalidStatusError: `new_attempt_status` is not an attempt status.
+    """
     if new_attempt_status.__class__ is not str or new_attempt_status not in _ATTEMPT_STATUS_SET:
         raise InvalidStatusError("attempt", new_attempt_status, ATTEMPT_STATUSES)
-    if not is_latest or rollout.status in FINISHED_ROLLOUT_STATUSES:
+    if not is_latest or rollout_status in FINISHED_ROLLOUT_STATUSES:
         return None
-    status = rollout_status_from_attempt(new_attempt_status, attempt.sequence_id, rollout.config)  # type: ignore[arg-type]
-    return None if status == rollout.status else status
+    status = rollout_status_from_attempt(new_attempt_status, attempt_sequence_id, config)  # type: ignore[arg-type]
+    return None if status == rollout_status else status
 
 
 _ACTIVE_ATTEMPT: frozenset[str] = frozenset(("preparing", "running"))

@@ -35,6 +35,7 @@ __all__ = [
     "ROLLOUT_COLUMNS_R",
     "WORKER_COLUMNS",
     "attempt_from_row",
+    "attempt_values",
     "config_from_json",
     "construct",
     "dump_json",
@@ -130,23 +131,25 @@ def rollout_from_row(row: Sequence[Any], attempt: Attempt | None = None) -> Roll
     return construct(AttemptedRollout, values)
 
 
+def attempt_values(row: Sequence[Any], offset: int = 0) -> dict[str, Any]:
+    """The field values of an `Attempt` from `ATTEMPT_COLUMNS` values starting at `offset` in `row`."""
+    metadata = row[offset + 8]
+    return {
+        "rollout_id": row[offset],
+        "attempt_id": row[offset + 1],
+        "sequence_id": row[offset + 2],
+        "start_time": row[offset + 3],
+        "end_time": row[offset + 4],
+        "status": row[offset + 5],
+        "worker_id": row[offset + 6],
+        "last_heartbeat_time": row[offset + 7],
+        "metadata": None if metadata is None else from_json(metadata),
+    }
+
+
 def attempt_from_row(row: Sequence[Any], offset: int = 0) -> Attempt:
     """An `Attempt` from `ATTEMPT_COLUMNS` values starting at `offset` in `row`."""
-    metadata = row[offset + 8]
-    return construct(
-        Attempt,
-        {
-            "rollout_id": row[offset],
-            "attempt_id": row[offset + 1],
-            "sequence_id": row[offset + 2],
-            "start_time": row[offset + 3],
-            "end_time": row[offset + 4],
-            "status": row[offset + 5],
-            "worker_id": row[offset + 6],
-            "last_heartbeat_time": row[offset + 7],
-            "metadata": None if metadata is None else from_json(metadata),
-        },
-    )
+    return construct(Attempt, attempt_values(row, offset))
 
 
 def worker_from_row(row: Sequence[Any]) -> Worker:

@@ -21,6 +21,7 @@ from agl_core.store._sqlite_codec import (
     ROLLOUT_COLUMNS,
     WORKER_COLUMNS,
     attempt_from_row,
+    attempt_values,
     config_from_json,
     construct,
     dump_json,
@@ -395,7 +396,7 @@ class SqliteOps:
         if row[5] is None:
             raise AttemptNotFoundError(rollout_id, attempt_id)
         ord_, rollout_status, config_json, latest_id, queue_pos = row[:5]
-        attempt = attempt_from_row(row, 5)
+        values = attempt_values(row, 5)
         now = self.clock()
         changes: dict[str, Any] = {}
         if status is not UNSET:
@@ -416,31 +417,19 @@ class SqliteOps:
                     f"UPDATE attempts SET {assignments} WHERE rollout_id = ? AND attempt_id = ?"
                 )
             params = [value for value in changes.values() if value is not None]
-            db.execute(sql, (*params, rollout_id, attempt.attempt_id))
-            values = attempt.__dict__.copy()
+            db.execute(sql, (*params, rollout_id, values["attempt_id"]))
             values.update(changes)
             if metadata_json is not UNSET:
                 values["metadata"] = None if metadata_json is None else from_json(metadata_json)
-            attempt = construct(Attempt, values)
-        updated = attempt
+        updated = construct(Attempt, values)
         if status is not UNSET:
-            # Only status and config of the rollout matter to the propagation rule.
-            view = construct(
-                Rollout,
-                {
-                    "rollout_id": rollout_id,
-                    "input": None,
-                    "start_time": 0.0,
-                    "end_time": None,
-                    "mode": None,
-                    "resources_id": None,
-                    "status": rollout_status,
-                    "config": config_from_json(config_json),
-                    "metadata": None,
-                },
-            )
-            new_status = _logic.next_rollout_status_after_attempt_update(
-                view, attempt, status, is_latest=attempt.attempt_id == latest_id
+            # Only the rollout's status and config matter to the propagation rule.
+            new_status = _logic.next_rollout_status(
+                rollout_status,
+                config_from_json(config_json),
+                updated.sequence_id,
+                status,
+                is_latest=updated.attempt_id == latest_id,
             )
             if new_status is not None:
                 self._set_rollout_status(ord_, new_status, queue_pos, now)

@@ -159,6 +159,11 @@ def test_next_rollout_status_table(
         rollout(rollout_status, **config), attempt(seq=seq), new_status, is_latest=True
     )
     assert result == expected
+    # The plain-values form (for stores that keep rows) decides the same.
+    plain = L.next_rollout_status(
+        rollout_status, rollout(rollout_status, **config).config, seq, new_status, is_latest=True
+    )
+    assert plain == expected
 
 
 def test_only_latest_attempt_propagates() -> None:
