@@ -7,13 +7,14 @@ transaction and takes the `SqliteOps` whose cursor and clock it uses. Decoded sp
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from agl_core.store import _logic
 from agl_core.store._sqlite_ops import SqliteOps
-from agl_core.store._sqlite_query import Column, InsertBuilder, order_by, page_total, where
+from agl_core.store._sqlite_query import Column, order_by, page_total, where
 from agl_core.store.errors import AttemptNotFoundError, RolloutNotFoundError
 from agl_core.types import PaginatedResult, Span
 
@@ -24,6 +25,7 @@ __all__ = [
     "add_spans",
     "next_sequence_id",
     "query_spans",
+    "rollout_spans",
     "sequence_ids",
 ]
 
@@ -45,22 +47,25 @@ _SPAN_TARGET = (
     "SELECT r.ord, r.status, r.latest_attempt_id, a.status FROM rollouts r "
     "LEFT JOIN attempts a ON a.rollout_id = r.rollout_id AND a.attempt_id = ? WHERE r.rollout_id = ?"
 )
-_INSERT_SPAN = InsertBuilder(
-    "spans",
-    (
-        "rollout_id",
-        "attempt_id",
-        "span_id",
-        "sequence_id",
-        "trace_id",
-        "parent_id",
-        "name",
-        "start_time",
-        "end_time",
-        "data",
-    ),
-    "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING",
-)
+_SPAN_COLUMNS = ("rollout_id", "attempt_id", "span_id", "sequence_id", "trace_id", "name", "data")
+"""Span columns that are never NULL for a validated span (trace_id and name are required fields)."""
+_SPAN_OPTIONAL = ("parent_id", "start_time", "end_time")
+"""Span columns that are often NULL: bound only when set (see `_span_insert`)."""
+
+
+def _span_statements() -> dict[tuple[bool, bool, bool], str]:
+    """The insert statement for each combination of NULLs in `_SPAN_OPTIONAL` (NULL is the default)."""
+    statements = {}
+    for shape in itertools.product((False, True), repeat=len(_SPAN_OPTIONAL)):
+        columns = _SPAN_COLUMNS + tuple(c for c, null in zip(_SPAN_OPTIONAL, shape, strict=True) if not null)
+        statements[shape] = (
+            f"INSERT INTO spans ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING"
+        )
+    return statements
+
+
+_INSERT_SPAN = _span_statements()
 _TOUCH_ATTEMPT = "UPDATE attempts SET last_heartbeat_time = ? WHERE rollout_id = ? AND attempt_id = ?"
 _REVIVE_ATTEMPT = (
     "UPDATE attempts SET last_heartbeat_time = ?, status = ?, end_time = NULL "
@@ -137,7 +142,7 @@ def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
         raise RolloutNotFoundError(rollout_id)
     if row[3] is None:
         raise AttemptNotFoundError(rollout_id, attempt_id)
-    if not db.execute(*_INSERT_SPAN(_span_row(span, data))).rowcount:
+    if not db.execute(*_span_insert(span, data)).rowcount:
         return None
     _heartbeat(ops, rollout_id, attempt_id, *row, ops.clock())
     return span
@@ -162,7 +167,7 @@ def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> li
             targets[key] = [*row, False]
     inserted: list[Span] = []
     for span, data in zip(spans, datas, strict=True):
-        if db.execute(*_INSERT_SPAN(_span_row(span, data))).rowcount:
+        if db.execute(*_span_insert(span, data)).rowcount:
             inserted.append(span)
             targets[(span.rollout_id, span.attempt_id)][4] = True
     if inserted:
@@ -173,19 +178,30 @@ def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> li
     return inserted
 
 
-def _span_row(span: Span, data: str) -> tuple[Any, ...]:
-    return (
+def _span_insert(span: Span, data: str) -> tuple[str, tuple[Any, ...]]:
+    """``(sql, params)`` inserting `span` with its JSON `data`.
+
+    Python's `sqlite3` adapts every bound None through its adaptation protocol (two AttributeErrors
+    raised and cleared per value), so the optional columns are left out when None (NULL is their
+    default). A hand-written shape test instead of the generic `InsertBuilder`: this runs per span.
+    """
+    parent_id, start_time, end_time = span.parent_id, span.start_time, span.end_time
+    row: tuple[Any, ...] = (
         span.rollout_id,
         span.attempt_id,
         span.span_id,
         span.sequence_id,
         span.trace_id,
-        span.parent_id,
         span.name,
-        span.start_time,
-        span.end_time,
         data,
     )
+    if parent_id is not None:
+        row += (parent_id,)
+    if start_time is not None:
+        row += (start_time,)
+    if end_time is not None:
+        row += (end_time,)
+    return _INSERT_SPAN[parent_id is None, start_time is None, end_time is None], row
 
 
 def _heartbeat(
@@ -232,6 +248,16 @@ def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:
     issued, counters = _logic.plan_sequence_ids(rollout_ids, lambda rid: _current_sequence_id(ops, rid))
     ops.db.executemany(_SET_COUNTER, counters.items())
     return issued
+
+
+_ROLLOUT_SPANS = "SELECT ord FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
+
+
+def rollout_spans(ops: SqliteOps, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
+    """Every span of `rollout_id` by sequence id (then insertion): `query_spans` with its defaults."""
+    db = ops.db
+    items = cache.get(db, [row[0] for row in db.execute(_ROLLOUT_SPANS, (rollout_id,)).fetchall()])
+    return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
 
 
 def query_spans(

@@ -428,6 +428,21 @@ async def test_a_failing_call_in_a_group_commit_rolls_back_only_itself(store: Sq
 # ---------------------------------------------------------------------------------------------- inline path
 
 
+async def test_the_default_span_query_orders_like_the_general_one(store: SqliteLightningStore) -> None:
+    attempted = await store.start_rollout("x")
+    rid, aid = attempted.rollout_id, attempted.attempt.attempt_id
+    sequence_ids = [5, 1, 3, 1, 2, 5, 4]  # ties are broken by insertion order
+    await store.add_many_spans([make_span(rid, aid, seq, f"s{i}") for i, seq in enumerate(sequence_ids)])
+    fast = await store.query_spans(rid)  # the fixed-statement path
+    general = await store.query_spans(rid, limit=100)  # the filter/sort/page builder
+    assert (
+        [s.span_id for s in fast]
+        == [s.span_id for s in general]
+        == ["s1", "s3", "s4", "s2", "s6", "s0", "s5"]
+    )
+    assert fast.total == general.total == 7 and (fast.limit, fast.offset) == (-1, 0)
+
+
 async def test_a_call_on_an_idle_store_runs_on_the_callers_thread(db_path: Path) -> None:
     here = threading.get_ident()
     async with SqliteLightningStore(db_path) as store:
@@ -549,9 +564,8 @@ def test_hot_queries_use_their_indexes(tmp_path: Path) -> None:
         assert "rollouts_queue" in plan(ops._QUEUE_HEAD, ())
         assert "rollouts_watched" in plan(ops._UNHEALTHY_CANDIDATES, (1.0,))
         assert "SCAN" not in plan(ops._UNHEALTHY_CANDIDATES, (1.0,))
-        span_query = "SELECT ord FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
         assert (
-            plan(span_query, ("ro-1",))
+            plan(spans._ROLLOUT_SPANS, ("ro-1",))
             == "SEARCH spans USING COVERING INDEX spans_by_sequence (rollout_id=?)"
         )
         assert "spans_by_sequence (rollout_id=?)" in plan(spans._NEXT_COUNTER, ("ro-1",))
