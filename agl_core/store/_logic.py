@@ -207,13 +207,21 @@ def validate_span(span: object) -> Span:
             f"Expected an agl_core.types.Span, got {type(span).__name__}. Convert OpenTelemetry spans with "
             "add_otel_span() or Span.from_opentelemetry()."
         )
-    for field in ("rollout_id", "attempt_id", "span_id"):
-        value = getattr(span, field)
-        if value.__class__ is not str or not value:
-            raise InvalidSpanError(
-                f"Span {field} must be a non-empty string, got {value!r}. Set it before adding the span "
-                "(the tracer does this for spans of a rollout)."
-            )
+    rollout_id, attempt_id, span_id = span.rollout_id, span.attempt_id, span.span_id
+    if not (  # one test for the valid case (this runs for every span added)
+        rollout_id.__class__ is str
+        and attempt_id.__class__ is str
+        and span_id.__class__ is str
+        and rollout_id
+        and attempt_id
+        and span_id
+    ):
+        for field, value in (("rollout_id", rollout_id), ("attempt_id", attempt_id), ("span_id", span_id)):
+            if value.__class__ is not str or not value:
+                raise InvalidSpanError(
+                    f"Span {field} must be a non-empty string, got {value!r}. Set it before adding the span "
+                    "(the tracer does this for spans of a rollout)."
+                )
     seq = span.sequence_id
     if seq.__class__ is not int or seq < 0:
         raise InvalidSpanError(

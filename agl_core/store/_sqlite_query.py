@@ -138,11 +138,21 @@ class InsertBuilder:
 
     def __call__(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """``(sql, params)`` inserting `values` (one per column, in order)."""
-        shape = tuple(None if v is None else (v.sql if v.__class__ is Expr else True) for v in values)
-        sql = self._cache.get(shape)
+        shape: list[Any] = []
+        params: list[Any] = []
+        for v in values:  # one plain loop: this runs for every inserted row
+            if v is None:
+                shape.append(None)
+            elif v.__class__ is Expr:
+                shape.append(v.sql)
+            else:
+                shape.append(True)
+                params.append(v)
+        key = tuple(shape)
+        sql = self._cache.get(key)
         if sql is None:
-            names = [c for c, s in zip(self._columns, shape, strict=True) if s is not None]
-            slots = ["?" if s is True else s for s in shape if s is not None]
+            names = [c for c, s in zip(self._columns, key, strict=True) if s is not None]
+            slots = ["?" if s is True else s for s in key if s is not None]
             sql = f"INSERT INTO {self._table} ({', '.join(names)}) VALUES ({', '.join(slots)}) {self._suffix}"
-            self._cache[shape] = sql
-        return sql, [v for v in values if v is not None and v.__class__ is not Expr]
+            self._cache[key] = sql
+        return sql, params

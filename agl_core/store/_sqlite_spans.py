@@ -165,17 +165,44 @@ def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> li
             if row[3] is None:
                 raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
             targets[key] = [*row, False]
-    inserted: list[Span] = []
-    for span, data in zip(spans, datas, strict=True):
-        if db.execute(*_span_insert(span, data)).rowcount:
-            inserted.append(span)
-            targets[(span.rollout_id, span.attempt_id)][4] = True
-    if inserted:
+    statements = [_span_insert(span, data) for span, data in zip(spans, datas, strict=True)]
+    if _insert_all_new(db, statements):
+        for target in targets.values():
+            target[4] = True
+        inserted_spans = list(spans)
+    else:  # some span was a duplicate (or the shapes differ): one statement per span tells which
+        inserted_spans = []
+        for span, statement in zip(spans, statements, strict=True):
+            if db.execute(*statement).rowcount:
+                inserted_spans.append(span)
+                targets[(span.rollout_id, span.attempt_id)][4] = True
+    if inserted_spans:
         now = ops.clock()
         for (rollout_id, attempt_id), (ord_, r_status, latest_id, a_status, touched) in targets.items():
             if touched:
                 _heartbeat(ops, rollout_id, attempt_id, ord_, r_status, latest_id, a_status, now)
-    return inserted
+    return inserted_spans
+
+
+def _insert_all_new(db: sqlite3.Cursor, statements: Sequence[tuple[str, tuple[Any, ...]]]) -> bool:
+    """Insert a batch with one ``executemany`` when every span has the same shape and is new.
+
+    Returns False, having changed nothing, when the shapes differ or some span already existed (a
+    savepoint undoes the partial batch); the caller then inserts one span at a time.
+    """
+    if not statements:
+        return False
+    sql = statements[0][0]
+    for statement in statements:
+        if statement[0] is not sql:
+            return False
+    db.execute("SAVEPOINT spans")
+    if db.executemany(sql, [statement[1] for statement in statements]).rowcount == len(statements):
+        db.execute("RELEASE spans")
+        return True
+    db.execute("ROLLBACK TO spans")
+    db.execute("RELEASE spans")
+    return False
 
 
 def _span_insert(span: Span, data: str) -> tuple[str, tuple[Any, ...]]:

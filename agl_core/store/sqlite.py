@@ -710,8 +710,12 @@ class SqliteLightningStore(LightningStore):
         return self._ops.update_worker(worker_id, updates)
 
 
+_SPAN_SERIALIZER = Span.__pydantic_serializer__
+
+
 def _span_json(span: Span) -> str:
-    return span.model_dump_json()
+    """``span.model_dump_json()`` without its keyword handling (this runs for every span added)."""
+    return _SPAN_SERIALIZER.to_json(span).decode()
 
 
 def _is_finished(status: str) -> bool:
