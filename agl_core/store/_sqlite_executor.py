@@ -6,8 +6,8 @@ await an asyncio future; the thread resolves it through ``loop.call_soon_threads
 Jobs declare a mode: `READ` (one statement, runs in autocommit), `READ_TX` (several reads that need
 one snapshot), `WRITE`, or `WRITE_ONE` (one write statement: autocommit when alone). Group commit:
 the thread takes every job waiting in the queue (up to `MAX_BATCH`), runs them in one transaction
-(``BEGIN IMMEDIATE`` if any job writes), each write job inside its own savepoint so a failing job rolls
-back only its own changes, commits once, and only then resolves the futures. A result is never
+(``BEGIN IMMEDIATE`` if any job writes), each multi-statement write job inside its own savepoint so a
+failing job rolls back only its own changes, commits once, and only then resolves the futures. A result is never
 delivered before the data it reports is committed.
 
 **Inline fast path.** Handing a job to another thread and back costs more than most jobs (two thread
@@ -63,7 +63,8 @@ WRITE: Final = 2
 """A job that writes (``BEGIN IMMEDIATE``: the database's write lock, across processes)."""
 WRITE_ONE: Final = 3
 """A job that writes with exactly one statement and cannot fail after it: alone, it runs in autocommit
-(SQLite makes the statement its own transaction and commits it before ``execute`` returns)."""
+(SQLite makes the statement its own transaction and commits it before ``execute`` returns); in a group
+it needs no savepoint (SQLite undoes a failed statement by itself)."""
 
 _Outcome = tuple[bool, Any]
 _Settle = list[tuple["asyncio.Future[Any]", bool, Any]]
@@ -192,6 +193,9 @@ class SqliteExecutor:
                 return future
         try:
             outcome = self._run_inline(fn, args, mode)
+        except BaseException:  # KeyboardInterrupt, SystemExit: the call is over
+            self._release()
+            raise
         finally:
             self._run_lock.release()
         if outcome is None:  # the database is locked by another process: let the thread wait for it
@@ -339,7 +343,7 @@ class SqliteExecutor:
         copies the few frames committed meanwhile. The WAL is then fully copied, so the next write
         restarts it from the beginning instead of growing it.
         """
-        self._writes = 0
+        self._writes = 0  # not under the run lock: a lost increment only delays the next checkpoint
         self._checkpoint_queued = False
         if self._path == ":memory:":
             return
@@ -421,10 +425,12 @@ class SqliteExecutor:
         If SQLite itself aborted the transaction (I/O error, disk full), the earlier jobs' changes are
         gone too, so the error propagates and fails the whole group.
         """
-        if job[2] < WRITE:
+        if job[2] != WRITE:  # a read, or one write statement: SQLite undoes a failed statement itself
             try:
                 return True, job[0](*job[1])
             except Exception as exc:
+                if job[2] == WRITE_ONE and not conn.in_transaction:
+                    raise  # SQLite aborted the whole transaction (I/O error, disk full)
                 return False, _translate(exc, self._path)
         cur.execute("SAVEPOINT job")
         try:

@@ -17,6 +17,7 @@ from agl_core.store._sqlite_ops import SqliteOps
 from agl_core.store._sqlite_query import Column, order_by, page_total, where
 from agl_core.store.errors import AttemptNotFoundError, RolloutNotFoundError
 from agl_core.types import PaginatedResult, Span
+from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = [
     "SPAN_SQL",
@@ -125,7 +126,7 @@ class SpanCache:
                     f"SELECT ord, data FROM spans WHERE ord IN ({', '.join('?' * len(chunk))})", chunk
                 )
                 for row_id, text in rows.fetchall():
-                    items[row_id] = Span.model_validate_json(text)
+                    items[row_id] = Span.model_validate_json(text, context=STORED_SPAN_CONTEXT)
         return [items[row_id] for row_id in row_ids]
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pydantic.json_schema import JsonSchemaValue
 
 __all__ = [
+    "STORED_SPAN_CONTEXT",
     "AttributeValue",
     "Attributes",
     "Event",
@@ -99,12 +100,27 @@ def _normalize_attributes(attributes: dict[str, Any]) -> dict[str, Any]:
     return attributes
 
 
+STORED_SPAN_CONTEXT: dict[str, Any] = {"agl_stored_span": True}
+"""Validation context for spans read back from a store, which validated them when they were added::
+
+    Span.model_validate_json(raw, context=STORED_SPAN_CONTEXT)
+
+Attribute values are then kept as they are instead of being checked one by one in Python (the
+slowest part of validating a span). Never use it for spans from anywhere else."""
+
+
+def _normalize_attributes_unless_stored(attributes: dict[str, Any], info: core_schema.ValidationInfo) -> Any:
+    if info.context is STORED_SPAN_CONTEXT:
+        return attributes
+    return _normalize_attributes(attributes)
+
+
 class _AttributesSchema:
     """Pydantic schema for :data:`Attributes`: one Python pass over the values instead of an 8-way union."""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        return core_schema.no_info_after_validator_function(
-            _normalize_attributes,
+        return core_schema.with_info_after_validator_function(
+            _normalize_attributes_unless_stored,
             core_schema.dict_schema(core_schema.str_schema(), core_schema.any_schema()),
         )
 

@@ -291,6 +291,21 @@ def test_invalid_attribute_values_are_rejected(value: object, fragment: str) -> 
     assert "'bad.key'" in str(info.value)
 
 
+def test_stored_span_context_keeps_attribute_values_as_they_are() -> None:
+    from agl_core.types.tracer import STORED_SPAN_CONTEXT
+
+    span = Span.from_attributes(attributes={"k": [1, 2.5]}, rollout_id="r", attempt_id="a")
+    raw = span.model_dump_json()
+    assert Span.model_validate_json(raw, context=STORED_SPAN_CONTEXT) == span  # a store's own JSON
+    mixed = raw.replace("[1.0,2.5]", '["a",1]')
+    assert mixed != raw
+    with pytest.raises(ValidationError, match="sequence of"):
+        Span.model_validate_json(mixed)  # anything else is still checked
+    assert Span.model_validate_json(mixed, context=STORED_SPAN_CONTEXT).attributes["k"] == ["a", 1]
+    with pytest.raises(ValidationError):  # only that very object turns the check off
+        Span.model_validate_json(mixed, context={"agl_stored_span": True})
+
+
 def test_non_string_attribute_keys_are_rejected() -> None:
     with pytest.raises(ValidationError):
         Event(name="e", attributes={1: "x"})  # type: ignore[dict-item]
