@@ -31,49 +31,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-BASE_COUNTS: dict[str, int] = {
-    "enqueue_rollout": 10_000,
-    "dequeue_rollout": 10_000,
-    "add_span": 100_000,
-    "add_many_spans": 100_000,
-    "query_spans": 10_000,
-    "update_attempt": 10_000,
-}
-"""Operation counts at ``--scale 1`` (the same as `store_bench.OPERATIONS`)."""
+from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template
 
 
 def make_spans(targets: list[tuple[str, str]], per_target: int) -> list[Any]:
     """The same spans as `store_bench.make_spans`, as Agent Lightning `Span` objects."""
     from agentlightning.types import Span
 
-    template = Span.from_attributes(
-        attributes={
-            "gen_ai.system": "openai",
-            "gen_ai.request.model": "bench-model",
-            "gen_ai.usage.prompt_tokens": 42,
-            "gen_ai.usage.completion_tokens": 7,
-            "agentlightning.operation": "chat",
-        },
-        name="openai.chat.completion",
-        trace_id="5" * 32,
-        span_id="1" * 16,
-        start_time=1_700_000_000.0,
-        end_time=1_700_000_001.0,
-    )
-    spans = []
-    for rollout_id, attempt_id in targets:
-        for seq in range(1, per_target + 1):
-            spans.append(
-                template.model_copy(
-                    update={
-                        "rollout_id": rollout_id,
-                        "attempt_id": attempt_id,
-                        "sequence_id": seq,
-                        "span_id": f"{seq:016x}",
-                    }
-                )
-            )
-    return spans
+    return spans_from_template(Span.from_attributes(**SPAN_TEMPLATE_FIELDS), targets, per_target)
 
 
 async def start_many(store: Any, count: int, worker: str | None = None) -> list[tuple[str, str]]:
@@ -217,9 +182,9 @@ async def measure(name: str, kind: str, count: int, repeat: int) -> dict[str, An
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     import agentlightning
 
-    names = args.only or list(BASE_COUNTS)
+    names = args.only or list(OPERATION_COUNTS)
     results = {
-        name: await measure(name, args.store, max(1, int(BASE_COUNTS[name] * args.scale)), args.repeat)
+        name: await measure(name, args.store, max(1, int(OPERATION_COUNTS[name] * args.scale)), args.repeat)
         for name in names
     }
     return {
@@ -239,7 +204,9 @@ def main() -> None:
     parser.add_argument("--store", choices=["memory", "http"], default="memory")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every operation count")
     parser.add_argument("--repeat", type=int, default=1, help="runs per operation, median reported")
-    parser.add_argument("--only", nargs="*", choices=list(BASE_COUNTS), help="measure only these operations")
+    parser.add_argument(
+        "--only", nargs="*", choices=list(OPERATION_COUNTS), help="measure only these operations"
+    )
     args = parser.parse_args()
     if args.scale <= 0 or args.repeat < 1:
         parser.error("--scale must be > 0 and --repeat >= 1")

@@ -52,6 +52,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template
+
 from agl_core.store import LightningStore, open_store
 from agl_core.types import EnqueueRolloutRequest, Span
 
@@ -189,38 +191,12 @@ def resolve_source(store: str, server_store: str, scratch: str) -> StoreSource:
 
 # ---------------------------------------------------------------------------------------------- operations
 
-SPAN_TEMPLATE = Span.from_attributes(
-    attributes={
-        "gen_ai.system": "openai",
-        "gen_ai.request.model": "bench-model",
-        "gen_ai.usage.prompt_tokens": 42,
-        "gen_ai.usage.completion_tokens": 7,
-        "agentlightning.operation": "chat",
-    },
-    name="openai.chat.completion",
-    trace_id="5" * 32,
-    span_id="1" * 16,
-    start_time=1_700_000_000.0,
-    end_time=1_700_000_001.0,
-)
+SPAN_TEMPLATE = Span.from_attributes(**SPAN_TEMPLATE_FIELDS)
 
 
 def make_spans(targets: list[tuple[str, str]], per_target: int) -> list[Span]:
     """`per_target` spans for each ``(rollout_id, attempt_id)``, with sequence ids 1.. per rollout."""
-    spans = []
-    for rollout_id, attempt_id in targets:
-        for seq in range(1, per_target + 1):
-            spans.append(
-                SPAN_TEMPLATE.model_copy(
-                    update={
-                        "rollout_id": rollout_id,
-                        "attempt_id": attempt_id,
-                        "sequence_id": seq,
-                        "span_id": f"{seq:016x}",
-                    }
-                )
-            )
-    return spans
+    return spans_from_template(SPAN_TEMPLATE, targets, per_target)
 
 
 def split(items: list[Any], parts: int) -> list[list[Any]]:
@@ -254,7 +230,6 @@ class Operation:
 
     name: str
     unit: str
-    base_count: int
     prepare: Callable[[LightningStore, int, int], Awaitable[list[Any]]]
     """(store, count, clients) -> one picklable payload per client."""
     build: Callable[[Any], Any]
@@ -347,12 +322,12 @@ def identity(payload: Any) -> Any:
 
 
 OPERATIONS: list[Operation] = [
-    Operation("enqueue_rollout", "ops/s", 10_000, prep_enqueue, identity, work_enqueue),
-    Operation("dequeue_rollout", "ops/s", 10_000, prep_dequeue, identity, work_dequeue),
-    Operation("add_span", "ops/s", 100_000, prep_spans, build_spans, work_add_span),
-    Operation("add_many_spans", "spans/s", 100_000, prep_spans, build_spans, work_add_many_spans),
-    Operation("query_spans", "ops/s", 10_000, prep_query, identity, work_query),
-    Operation("update_attempt", "ops/s", 10_000, prep_update, identity, work_update),
+    Operation("enqueue_rollout", "ops/s", prep_enqueue, identity, work_enqueue),
+    Operation("dequeue_rollout", "ops/s", prep_dequeue, identity, work_dequeue),
+    Operation("add_span", "ops/s", prep_spans, build_spans, work_add_span),
+    Operation("add_many_spans", "spans/s", prep_spans, build_spans, work_add_many_spans),
+    Operation("query_spans", "ops/s", prep_query, identity, work_query),
+    Operation("update_attempt", "ops/s", prep_update, identity, work_update),
 ]
 
 
@@ -438,7 +413,7 @@ def measure_peer(python: str, kind: str, op_name: str, args: argparse.Namespace)
 
 
 async def measure(op: Operation, source: StoreSource, args: argparse.Namespace) -> dict[str, Any]:
-    count = max(args.clients, args.client_processes, int(op.base_count * args.scale))
+    count = max(args.clients, args.client_processes, int(OPERATION_COUNTS[op.name] * args.scale))
     rates: list[float] = []
     seconds: list[float] = []
     cpu_rates: list[float] = []
