@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template
+from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template, start_many
 
 
 def make_spans(targets: list[tuple[str, str]], per_target: int) -> list[Any]:
@@ -39,14 +39,6 @@ def make_spans(targets: list[tuple[str, str]], per_target: int) -> list[Any]:
     from agentlightning.types import Span
 
     return spans_from_template(Span.from_attributes(**SPAN_TEMPLATE_FIELDS), targets, per_target)
-
-
-async def start_many(store: Any, count: int, worker: str | None = None) -> list[tuple[str, str]]:
-    started = []
-    for _ in range(count):
-        attempted = await store.start_rollout({"task": "bench"}, worker_id=worker)
-        started.append((attempted.rollout_id, attempted.attempt.attempt_id))
-    return started
 
 
 async def prepare(name: str, store: Any, count: int) -> Callable[[], Awaitable[int]]:

@@ -52,7 +52,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template
+from store_workload import OPERATION_COUNTS, SPAN_TEMPLATE_FIELDS, spans_from_template, start_many
 
 from agl_core.store import LightningStore, open_store
 from agl_core.types import EnqueueRolloutRequest, Span
@@ -214,14 +214,6 @@ async def enqueue_many(store: LightningStore, count: int) -> None:
     for start in range(0, count, 1000):
         batch = [EnqueueRolloutRequest(input={"task": i}) for i in range(start, min(count, start + 1000))]
         await store.enqueue_many_rollouts(batch)
-
-
-async def start_many(store: LightningStore, count: int, worker: str | None = None) -> list[tuple[str, str]]:
-    started = []
-    for _ in range(count):
-        attempted = await store.start_rollout({"task": "bench"}, worker_id=worker)
-        started.append((attempted.rollout_id, attempted.attempt.attempt_id))
-    return started
 
 
 @dataclass

@@ -51,3 +51,12 @@ def spans_from_template(template: Any, targets: list[tuple[str, str]], per_targe
                 )
             )
     return spans
+
+
+async def start_many(store: Any, count: int, worker: str | None = None) -> list[tuple[str, str]]:
+    """Start `count` rollouts (attempt #1 each, for `worker`); their ``(rollout_id, attempt_id)``."""
+    started = []
+    for _ in range(count):
+        attempted = await store.start_rollout({"task": "bench"}, worker_id=worker)
+        started.append((attempted.rollout_id, attempted.attempt.attempt_id))
+    return started
