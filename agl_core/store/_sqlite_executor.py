@@ -7,8 +7,8 @@ Jobs declare a mode: `READ` (one statement, runs in autocommit), `READ_TX` (seve
 one snapshot), `WRITE`, or `WRITE_ONE` (one write statement: autocommit when alone). Group commit:
 the thread takes every job waiting in the queue (up to `MAX_BATCH`), runs them in one transaction
 (``BEGIN IMMEDIATE`` if any job writes), each multi-statement write job inside its own savepoint so a
-failing job rolls back only its own changes, commits once, and only then resolves the futures. A result is never
-delivered before the data it reports is committed.
+failing job rolls back only its own changes, commits once, and only then resolves the futures. A
+result is never delivered before the data it reports is committed.
 
 **Inline fast path.** Handing a job to another thread and back costs more than most jobs (two thread
 wake-ups, ~40 µs here). So when a call finds the store idle, with no other call of the store in
