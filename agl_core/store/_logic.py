@@ -886,6 +886,7 @@ def _scalar_type(annotation: Any) -> type | None:
     origin = get_origin(annotation)
     if origin is Annotated:
         return _scalar_type(get_args(annotation)[0])
+    kinds: set[type | None]
     if origin is Literal:
         kinds = {type(arg) for arg in get_args(annotation)}
     elif origin is Union or origin is types.UnionType:

@@ -54,7 +54,7 @@ _SPAN_OPTIONAL = ("parent_id", "start_time", "end_time")
 """Span columns that are often NULL: bound only when set (see `_span_insert`)."""
 
 
-def _span_statements() -> dict[tuple[bool, bool, bool], str]:
+def _span_statements() -> dict[tuple[bool, ...], str]:
     """The insert statement for each combination of NULLs in `_SPAN_OPTIONAL` (NULL is the default)."""
     statements = {}
     for shape in itertools.product((False, True), repeat=len(_SPAN_OPTIONAL)):
@@ -145,7 +145,8 @@ def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
         raise AttemptNotFoundError(rollout_id, attempt_id)
     if not db.execute(*_span_insert(span, data)).rowcount:
         return None
-    _heartbeat(ops, rollout_id, attempt_id, *row, ops.clock())
+    ord_, rollout_status, latest_id, attempt_status = row
+    _heartbeat(ops, rollout_id, attempt_id, ord_, rollout_status, latest_id, attempt_status, ops.clock())
     return span
 
 

@@ -363,12 +363,10 @@ class SqliteLightningStore(LightningStore):
         rollout_ids: Sequence[str] | None = None,
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """See `LightningStore.query_rollouts`."""
-        status_in, rollout_id_in = _logic.resolve_rollout_query_aliases(
-            status_in, rollout_id_in, status, rollout_ids
-        )
+        statuses, ids = _logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
         normalized = _logic.rollout_query_filter(
-            status_in=status_in,
-            rollout_id_in=rollout_id_in,
+            status_in=statuses,
+            rollout_id_in=ids,
             rollout_id_contains=rollout_id_contains,
             filter_logic=filter_logic,
         )
@@ -589,8 +587,9 @@ class SqliteLightningStore(LightningStore):
             and name is None
             and name_contains is None
         ):  # the hot call (every span of a rollout, in order): one fixed statement
-            args = (self._ops, self._span_cache, rollout_id)
-            return await self._call(spans_ops.rollout_spans, args, READ, guarded=True)
+            return await self._call(
+                spans_ops.rollout_spans, (self._ops, self._span_cache, rollout_id), READ, guarded=True
+            )
         if attempt_id is not None:
             check_id("attempt_id", attempt_id)
         normalized = _logic.span_query_filter(
