@@ -7,8 +7,8 @@ nothing from agl)::
     /tmp/agl03/bin/python bench/peer_store_bench.py --only enqueue_rollout --scale 0.5
 
 or let ``store_bench.py --peer-python /tmp/agl03/bin/python`` run it next to agl's numbers, so both
-sides are measured on the same machine at the same moment (this machine's speed drifts by a third
-from minute to minute, which a fixed reference table cannot follow).
+sides are measured on the same machine at the same moment (this machine's speed drifts by a third or
+more from minute to minute, which a fixed reference table cannot follow).
 
 Prints JSON ``{"results": {operation: {"count", "rate", "seconds"}}}``. The operations, counts and
 honesty rules are `store_bench.py`'s: a fresh store per run, state prepared before the clock starts,

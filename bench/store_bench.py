@@ -12,10 +12,10 @@ Agent Lightning 0.3.0 reference numbers measured on this machine and ``ratio`` =
 reports medians.
 
 ``--peer-python PYTHON`` (an interpreter with ``agentlightning==0.3.0``) also runs the same workload
-on Agent Lightning right before each of agl's operations (`peer_store_bench.py`; its in-memory store, or its
-HTTP server for ``--store http``) and adds ``peer_rate`` and ``peer_ratio``: the comparison made on the
-same machine at the same moment, which matters here because this machine's speed drifts by up to a
-third between minutes. The fixed reference numbers stay the targets of record.
+on Agent Lightning right before each of agl's operations (`peer_store_bench.py`: its in-memory store,
+or its HTTP server for ``--store http``) and adds ``peer_rate`` and ``peer_ratio``: the comparison
+made on the same machine at the same moment, which matters because this machine's speed drifts by a
+third or more between minutes. The fixed reference numbers stay the targets of record.
 
 Operations (counts at ``--scale 1``): 10k ``enqueue_rollout``; 10k ``dequeue_rollout`` (each claim
 starts an attempt); 100k ``add_span``; 100k spans through ``add_many_spans`` in batches of 100;

@@ -34,6 +34,19 @@ async def enqueue_and_wait(store: LightningStore, event: ExecutionEvent) -> None
     await wait_all_finished(store, [r.rollout_id for r in rollouts])
 
 
+async def enqueue_when_two_runners_joined(store: LightningStore, event: ExecutionEvent) -> None:
+    """`enqueue_and_wait` once two runners have polled the queue, so both of them take part.
+
+    (A fast runner could otherwise finish every rollout before the other one's process is up.)
+    """
+    deadline = time.monotonic() + 60.0
+    while len(await store.query_workers()) < 2:
+        if time.monotonic() > deadline:
+            raise AssertionError("two runners did not poll the store within 60 s")
+        await asyncio.sleep(0.01)
+    await enqueue_and_wait(store, event)
+
+
 async def wait_for_stop(store: LightningStore, event: ExecutionEvent) -> None:
     """An algorithm that only waits for the stop event."""
     while not event.is_set():

@@ -94,7 +94,7 @@ def test_both_runs_runners_as_processes_talking_to_the_served_store() -> None:
     store = InMemoryLightningStore()
     strategy = ClientServerExecutionStrategy(n_runners=2, server_port=0)
 
-    strategy.execute(bundles.enqueue_and_wait, bundles.completing_runner, store)
+    strategy.execute(bundles.enqueue_when_two_runners_joined, bundles.completing_runner, store)
 
     records = attempts(store)
     assert len(records) == bundles.N_ROLLOUTS
