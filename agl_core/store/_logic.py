@@ -16,6 +16,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
+from agl_core.store._inputs import check_optional_str
 from agl_core.store.base import UNSET
 from agl_core.store.errors import (
     InvalidFilterError,
@@ -62,6 +63,7 @@ __all__ = [
     "plan_sequence_ids",
     "resolve_rollout_query_aliases",
     "resources_query_filter",
+    "rollout_changes",
     "rollout_end_time_for",
     "rollout_query_filter",
     "scan_unhealthy",
@@ -180,6 +182,40 @@ def validate_mode(mode: object) -> RolloutMode | None:
     raise InvalidRequestError(
         f"Invalid rollout mode {mode!r}. Use one of: {', '.join(map(repr, _MODES))} or None."
     )
+
+
+def rollout_changes(
+    input: object,
+    mode: object,
+    resources_id: object,
+    status: object,
+    config: object,
+    metadata: object,
+    *,
+    encode_input: Callable[[Any], Any],
+    encode_config: Callable[[Any], Mapping[str, Any]],
+    encode_metadata: Callable[[Any], Any],
+) -> dict[str, Any]:
+    """The fields an `update_rollout` call sets, checked, each encoded the backend's way.
+
+    Arguments left `UNSET` are left out. Mode, resources id and status are checked here; `input`,
+    `config` (whose encoder returns the field or fields it is stored as) and `metadata` by the
+    backend's encoders, which raise `InvalidRequestError` for what they cannot store.
+    """
+    changes: dict[str, Any] = {}
+    if input is not UNSET:
+        changes["input"] = encode_input(input)
+    if mode is not UNSET:
+        changes["mode"] = validate_mode(mode)
+    if resources_id is not UNSET:
+        changes["resources_id"] = check_optional_str("resources_id", resources_id)
+    if status is not UNSET:
+        changes["status"] = validate_rollout_status(status)
+    if config is not UNSET:
+        changes.update(encode_config(config))
+    if metadata is not UNSET:
+        changes["metadata"] = encode_metadata(metadata)
+    return changes
 
 
 def validate_filter_logic(value: object) -> Literal["and", "or"]:

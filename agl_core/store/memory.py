@@ -54,6 +54,7 @@ from agl_core.store._logic import (
     plan_sequence_ids,
     resolve_rollout_query_aliases,
     resources_query_filter,
+    rollout_changes,
     rollout_end_time_for,
     rollout_query_filter,
     sort_items,
@@ -62,7 +63,6 @@ from agl_core.store._logic import (
     validate_attempt_status,
     validate_mode,
     validate_pagination,
-    validate_rollout_status,
     validate_sort_order,
     validate_span,
     worker_query_filter,
@@ -124,6 +124,18 @@ class _NullLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _config_change(config: Any) -> dict[str, Any]:
+    return {"config": copy_config(config)}
+
+
+def _copied_metadata(value: Any) -> dict[str, Any] | None:
+    return copy_metadata("metadata", value)
 
 
 def _as_invalid_request(what: str, exc: ValidationError) -> InvalidRequestError:
@@ -412,19 +424,17 @@ class InMemoryLightningStore(LightningStore):
 
         ``config=None`` resets the config to the defaults.
         """
-        changes: dict[str, Any] = {}
-        if input is not UNSET:
-            changes["input"] = input
-        if mode is not UNSET:
-            changes["mode"] = validate_mode(mode)
-        if resources_id is not UNSET:
-            changes["resources_id"] = check_optional_str("resources_id", resources_id)
-        if status is not UNSET:
-            changes["status"] = validate_rollout_status(status)
-        if config is not UNSET:
-            changes["config"] = copy_config(config)
-        if metadata is not UNSET:
-            changes["metadata"] = copy_metadata("metadata", metadata)
+        changes = rollout_changes(
+            input,
+            mode,
+            resources_id,
+            status,
+            config,
+            metadata,
+            encode_input=_as_is,
+            encode_config=_config_change,
+            encode_metadata=_copied_metadata,
+        )
         st = self._state
         with self._lock:
             st.watchdog()

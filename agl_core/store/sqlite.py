@@ -431,21 +431,17 @@ class SqliteLightningStore(LightningStore):
     ) -> Rollout:
         """See `LightningStore.update_rollout`."""
         check_id("rollout_id", rollout_id)
-        changes: dict[str, Any] = {}
-        if input is not UNSET:
-            changes["input"] = dump_json("input", input)
-        if mode is not UNSET:
-            changes["mode"] = _logic.validate_mode(mode)
-        if resources_id is not UNSET:
-            changes["resources_id"] = check_optional_str("resources_id", resources_id)
-        if status is not UNSET:
-            changes["status"] = _logic.validate_rollout_status(status)
-        if config is not UNSET:
-            changes["config"], changes["timeout_seconds"], changes["unresponsive_seconds"] = config_columns(
-                config
-            )
-        if metadata is not UNSET:
-            changes["metadata"] = metadata_json("metadata", metadata)
+        changes = _logic.rollout_changes(
+            input,
+            mode,
+            resources_id,
+            status,
+            config,
+            metadata,
+            encode_input=_encode_input,
+            encode_config=_config_changes,
+            encode_metadata=_encode_metadata,
+        )
         return await self._call(self._ops.update_rollout, (rollout_id, changes), WRITE, guarded=True)
 
     async def update_attempt(
@@ -715,6 +711,19 @@ _SPAN_SERIALIZER = Span.__pydantic_serializer__
 def _span_json(span: Span) -> str:
     """``span.model_dump_json()`` without its keyword handling (this runs for every span added)."""
     return _SPAN_SERIALIZER.to_json(span).decode()
+
+
+def _encode_input(value: Any) -> str:
+    return dump_json("input", value)
+
+
+def _config_changes(config: Any) -> dict[str, Any]:
+    config_json, timeout, unresponsive = config_columns(config)
+    return {"config": config_json, "timeout_seconds": timeout, "unresponsive_seconds": unresponsive}
+
+
+def _encode_metadata(value: Any) -> str | None:
+    return metadata_json("metadata", value)
 
 
 def _is_finished(status: str) -> bool:

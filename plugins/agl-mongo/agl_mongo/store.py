@@ -345,19 +345,17 @@ class MongoLightningStore(LightningStore):
     ) -> Rollout:
         """See `LightningStore.update_rollout`."""
         check_id("rollout_id", rollout_id)
-        changes: dict[str, Any] = {}
-        if input is not UNSET:
-            changes["input"] = dump_json("input", input)
-        if mode is not UNSET:
-            changes["mode"] = store_logic.validate_mode(mode)
-        if resources_id is not UNSET:
-            changes["resources_id"] = check_optional_str("resources_id", resources_id)
-        if status is not UNSET:
-            changes["status"] = store_logic.validate_rollout_status(status)
-        if config is not UNSET:
-            changes["config"], changes["wd"] = config_fields(config)
-        if metadata is not UNSET:
-            changes["metadata"] = metadata_json("metadata", metadata)
+        changes = store_logic.rollout_changes(
+            input,
+            mode,
+            resources_id,
+            status,
+            config,
+            metadata,
+            encode_input=_encode_input,
+            encode_config=_config_changes,
+            encode_metadata=_encode_metadata,
+        )
         await self._guard()
         return await rollouts.update_rollout(self._ctx, rollout_id, changes)
 
@@ -593,6 +591,19 @@ class MongoLightningStore(LightningStore):
         worker = await workers.upsert_worker(self._ctx, worker_id, updates, fetch=True)
         assert worker is not None
         return worker
+
+
+def _encode_input(value: Any) -> str:
+    return dump_json("input", value)
+
+
+def _config_changes(config: Any) -> dict[str, Any]:
+    config_json, watched = config_fields(config)
+    return {"config": config_json, "wd": watched}
+
+
+def _encode_metadata(value: Any) -> str | None:
+    return metadata_json("metadata", value)
 
 
 def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
