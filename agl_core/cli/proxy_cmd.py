@@ -137,6 +137,10 @@ def serve(
 ) -> None:
     """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if store_uri:
+        from agl_core.store.uri import check_store_uri
+
+        check_store_uri(store_uri)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
