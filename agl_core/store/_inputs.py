@@ -13,12 +13,26 @@ from agl_core.store.errors import InvalidRequestError
 from agl_core.types import EnqueueRolloutRequest
 
 __all__ = [
+    "MAX_STORE_INT",
     "check_enqueue_requests",
+    "check_int_bound",
     "check_optional_number",
     "check_optional_str",
     "check_rollout_ids",
     "check_timeout",
 ]
+
+
+MAX_STORE_INT = 2**63 - 1
+"""Largest integer a store accepts (``limit``, ``offset``, span ``sequence_id``): SQLite's INTEGER
+maximum, enforced on every backend so all answer the same (documented in docs/guarantees.md)."""
+
+
+def check_int_bound(name: str, value: int, error: type[InvalidRequestError] = InvalidRequestError) -> int:
+    """`value` if it is at most `MAX_STORE_INT`, else `error` naming `name` and the bound."""
+    if value > MAX_STORE_INT:
+        raise error(f"{name} must be at most 2**63-1 ({MAX_STORE_INT}), got {value}.")
+    return value
 
 
 def check_optional_str(name: str, value: object) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from agl_core.store._inputs import check_optional_str
+from agl_core.store._inputs import check_int_bound, check_optional_str
 from agl_core.store.base import UNSET
 from agl_core.store.errors import (
     InvalidFilterError,
@@ -264,6 +264,7 @@ def validate_span(span: object) -> Span:
             f"Span sequence_id must be an integer >= 0, got {seq!r}. "
             "Use get_next_span_sequence_id() to get one."
         )
+    check_int_bound("Span sequence_id", seq, InvalidSpanError)
     return span
 
 
@@ -1005,6 +1006,8 @@ def validate_pagination(limit: object, offset: object) -> None:
         raise InvalidRequestError(f"limit must be > 0 or -1 for no limit, got {limit}.")
     if offset.__class__ is not int or offset < 0:  # type: ignore[operator]
         raise InvalidRequestError(f"offset must be an integer >= 0, got {offset!r}.")
+    check_int_bound("limit", limit)  # type: ignore[arg-type]
+    check_int_bound("offset", offset)  # type: ignore[arg-type]
 
 
 def paginate(items: Sequence[T], limit: int, offset: int) -> PaginatedResult[T]:

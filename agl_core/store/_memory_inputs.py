@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agl_core.store._inputs import check_int_bound
 from agl_core.store._memory_models import build
 from agl_core.store.errors import InvalidRequestError
 from agl_core.types import RolloutConfig
@@ -62,5 +63,5 @@ def copy_config(config: object) -> RolloutConfig:
 def check_limit(value: object) -> int:
     """The `limit` of `dequeue_many_rollouts`: an integer (<= 0 claims nothing)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
+        return check_int_bound("limit", int(value))
     raise InvalidRequestError(f"limit must be an integer, got {value!r}.")

@@ -51,6 +51,7 @@ from agl_core.store import _sqlite_resources as resources_ops
 from agl_core.store import _sqlite_spans as spans_ops
 from agl_core.store._inputs import (
     check_enqueue_requests,
+    check_int_bound,
     check_optional_number,
     check_optional_str,
     check_rollout_ids,
@@ -350,6 +351,7 @@ class SqliteLightningStore(LightningStore):
         """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        check_int_bound("limit", limit)
         worker = check_optional_str("worker_id", worker_id)
         if limit <= 0:
             return []

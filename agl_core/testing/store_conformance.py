@@ -265,6 +265,15 @@ _MALFORMED_QUERIES: dict[str, tuple[StoreCall, type[Exception]]] = {
     "workers-filter_logic": (lambda s, r: s.query_workers(filter_logic="xor"), InvalidFilterError),  # type: ignore[arg-type]
     "workers-sort_by": (lambda s, r: s.query_workers(sort_by="no_such_field"), InvalidFilterError),
     "workers-limit-0": (lambda s, r: s.query_workers(limit=0), InvalidRequestError),
+    # Integers beyond 2**63-1 (SQLite's INTEGER) are refused by every backend alike (issue 20).
+    "rollouts-limit-2**63": (lambda s, r: s.query_rollouts(limit=2**63), InvalidRequestError),
+    "rollouts-offset-2**63": (lambda s, r: s.query_rollouts(offset=2**63), InvalidRequestError),
+    "spans-limit-2**63": (lambda s, r: s.query_spans(r, limit=2**63), InvalidRequestError),
+    "spans-offset-2**63": (lambda s, r: s.query_spans(r, offset=2**63), InvalidRequestError),
+    "attempts-offset-2**63": (lambda s, r: s.query_attempts(r, offset=2**63), InvalidRequestError),
+    "resources-limit-2**63": (lambda s, r: s.query_resources(limit=2**63), InvalidRequestError),
+    "workers-offset-2**63": (lambda s, r: s.query_workers(offset=2**63), InvalidRequestError),
+    "dequeue-limit-2**63": (lambda s, r: s.dequeue_many_rollouts(limit=2**63), InvalidRequestError),
 }
 
 _BAD_STATUS_FILTERS: dict[str, StoreCall] = {
@@ -285,6 +294,7 @@ def _malformed_spans(rollout_id: str, attempt_id: str) -> dict[str, object]:
         "empty-rollout-id": good.model_copy(update={"rollout_id": ""}),
         "negative-sequence-id": good.model_copy(update={"sequence_id": -1}),
         "string-sequence-id": good.model_copy(update={"sequence_id": "50"}),
+        "huge-sequence-id": good.model_copy(update={"sequence_id": 2**63}),
     }
 
 
