@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agl_core.store._inputs import check_int_bound
+from agl_core.store._inputs import check_int_bound, check_json_value
 from agl_core.store._memory_models import build
 from agl_core.store.errors import InvalidRequestError
 from agl_core.types import RolloutConfig
@@ -29,6 +29,7 @@ def copy_metadata(name: str, value: object) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, Mapping):
+        check_json_value(name, value)
         return dict(value)
     raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
 

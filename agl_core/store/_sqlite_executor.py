@@ -292,6 +292,8 @@ class SqliteExecutor:
             self._committed(inline=True)
         elif not outcome[0] and _is_busy(outcome[1]):  # nothing was written: the thread will retry
             return None
+        if not outcome[0]:
+            return False, self._note_corruption(outcome[1])
         return outcome
 
     def _committed(self, *, inline: bool) -> None:

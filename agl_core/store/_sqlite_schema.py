@@ -233,13 +233,14 @@ def corrupt_error(path: str, detail: str) -> StoreCorruptError:
     return StoreCorruptError(f"The store file {path} is damaged ({detail}).", hint=recovery_hint(path))
 
 
-def quick_check(conn: sqlite3.Connection, path: str, *, budget_seconds: float = QUICK_CHECK_SECONDS) -> bool:
-    """Run ``PRAGMA quick_check`` for at most `budget_seconds`; False if it ran out of time.
+def quick_check(conn: sqlite3.Connection, path: str, *, budget_seconds: float | None = None) -> bool:
+    """Run ``PRAGMA quick_check`` for at most `budget_seconds` (default `QUICK_CHECK_SECONDS`); False if
+    it ran out of time.
 
     Raises:
         StoreCorruptError: the check found damage.
     """
-    deadline = time.monotonic() + budget_seconds
+    deadline = time.monotonic() + (QUICK_CHECK_SECONDS if budget_seconds is None else budget_seconds)
     conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_OPS)
     try:
         rows = conn.execute("PRAGMA quick_check(5)").fetchall()

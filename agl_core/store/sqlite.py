@@ -250,6 +250,12 @@ class SqliteLightningStore(LightningStore):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
 
+    @property
+    def health_problem(self) -> str | None:
+        """Why the store cannot be used (its file was found damaged), or None while it is healthy."""
+        corrupt = self._executor.corrupt
+        return None if corrupt is None else f"{corrupt} Recovery: {corrupt.hint}"
+
     async def close(self) -> None:
         """Commit and acknowledge every queued call, then close the database. Idempotent."""
         self._finalizer.detach()

@@ -54,6 +54,7 @@ from agl_core.store import (
     LightningStore,
     RolloutNotFoundError,
 )
+from agl_core.store._inputs import MAX_JSON_DEPTH
 from agl_core.testing.clock import FakeClock
 from agl_core.types import (
     LLM,
@@ -296,6 +297,33 @@ def _malformed_spans(rollout_id: str, attempt_id: str) -> dict[str, object]:
         "string-sequence-id": good.model_copy(update={"sequence_id": "50"}),
         "huge-sequence-id": good.model_copy(update={"sequence_id": 2**63}),
     }
+
+
+def _nested(depth: int) -> list[Any]:
+    """A list nested `depth` levels deep (``[[...[1]...]]``)."""
+    value: list[Any] = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+_BAD_JSON_VALUES: dict[str, tuple[Any, str]] = {
+    "nan": ({"score": float("nan")}, "NaN or Infinity"),
+    "inf": ([1.0, float("inf")], "NaN or Infinity"),
+    "-inf": ({"a": [float("-inf")]}, "NaN or Infinity"),
+    "too-deep": (_nested(MAX_JSON_DEPTH + 1), "levels deep"),
+}
+"""Values no store accepts (issue 20): JSON cannot hold NaN/Infinity; nesting is capped."""
+
+_JSON_VALUE_CALLS: dict[str, Callable[[LightningStore, AttemptedRollout, Any], Awaitable[Any]]] = {
+    "enqueue_rollout-input": lambda s, r, v: s.enqueue_rollout(v),
+    "start_rollout-input": lambda s, r, v: s.start_rollout(v),
+    "enqueue_rollout-metadata": lambda s, r, v: s.enqueue_rollout("x", metadata={"k": v}),
+    "enqueue_many_rollouts-input": lambda s, r, v: s.enqueue_many_rollouts([EnqueueRolloutRequest(input=v)]),
+    "update_rollout-input": lambda s, r, v: s.update_rollout(r.rollout_id, input=v),
+    "update_attempt-metadata": lambda s, r, v: s.update_attempt(r.rollout_id, "latest", metadata={"k": v}),
+    "update_worker-heartbeat_stats": lambda s, r, v: s.update_worker("w-json", heartbeat_stats={"k": v}),
+}
 
 
 # ---------------------------------------------------------------------------------------------- the suite
@@ -1882,6 +1910,25 @@ class StoreConformance:
             await call(store, rollout.rollout_id)
         assert isinstance(caught.value, ValueError)
         assert str(caught.value)
+
+    @pytest.mark.parametrize("value", sorted(_BAD_JSON_VALUES))
+    @pytest.mark.parametrize("call", sorted(_JSON_VALUE_CALLS))
+    async def test_unstorable_json_values_are_refused_alike(
+        self, store: LightningStore, call: str, value: str
+    ) -> None:
+        """NaN/Infinity and nesting beyond MAX_JSON_DEPTH raise InvalidRequestError on every backend."""
+        started = await store.start_rollout("x")
+        with pytest.raises(InvalidRequestError, match=_BAD_JSON_VALUES[value][1]):
+            await _JSON_VALUE_CALLS[call](store, started, _BAD_JSON_VALUES[value][0])
+        assert (await store.statistics())["total_rollouts"] == 1
+
+    async def test_json_values_at_the_depth_limit_round_trip(self, store: LightningStore) -> None:
+        """A value nested exactly MAX_JSON_DEPTH levels deep is stored and read back unchanged."""
+        deep = _nested(MAX_JSON_DEPTH)
+        rollout = await store.enqueue_rollout(deep, metadata={"k": _nested(MAX_JSON_DEPTH - 1)})
+        stored = await store.get_rollout_by_id(rollout.rollout_id)
+        assert stored is not None and stored.input == deep
+        assert stored.metadata == {"k": _nested(MAX_JSON_DEPTH - 1)}
 
     @pytest.mark.parametrize("kind", sorted(_malformed_spans("ro-x", "at-x")))
     async def test_malformed_span_is_rejected(self, store: LightningStore, kind: str) -> None:

@@ -34,7 +34,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
-from agl_core.store import _logic
+from agl_core.store import _inputs, _logic
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -301,6 +301,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
             "worker_id": worker_id,
         }
+        _check_values(payload)
         return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
 
     async def enqueue_rollout(
@@ -319,6 +320,7 @@ class LightningStoreClient(LightningStore):
             "config": config,
             "metadata": metadata,
         }
+        _check_values(item)
         result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
         if len(result) != 1:
             raise StoreServerError(
@@ -330,8 +332,9 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.enqueue_many_rollouts` (one request)."""
         if not rollouts:
             return []
+        batch = _inputs.check_enqueue_requests(rollouts)
         return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/enqueue", {"rollouts": list(rollouts)}, list[Rollout]
+            "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
         )
 
     async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
@@ -440,6 +443,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
+        _check_values(payload)
         return await self._post(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", payload, Rollout)  # type: ignore[no-any-return]
 
     async def update_attempt(
@@ -464,6 +468,7 @@ class LightningStoreClient(LightningStore):
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
+        _check_values(payload)
         return await self._post(path, payload, Attempt)  # type: ignore[no-any-return]
 
     async def wait_for_rollouts(
@@ -673,10 +678,18 @@ class LightningStoreClient(LightningStore):
         if worker_id == "":
             raise InvalidRequestError("worker_id must be a non-empty string.")
         payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
+        _check_values(payload)
         return await self._post(f"/workers/{_segment(worker_id, 'worker_id')}", payload, Worker)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+def _check_values(fields: dict[str, Any]) -> None:
+    """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
+    for name in ("input", "metadata", "heartbeat_stats"):
+        if name in fields:
+            _inputs.check_json_value(name, fields[name])
 
 
 def _json_or_none(raw: bytes) -> Any:
