@@ -37,6 +37,8 @@ class ExitCode(IntEnum):
     """A server (store, model backend) could not be reached or did not answer in time."""
     DATA = 5
     """A file or database cannot be used: missing, unwritable, corrupt."""
+    BUSY = 6
+    """A system resource is taken or refused: the port is in use, binding is not permitted."""
     INTERNAL = 70
     """A bug in agl or a plugin (EX_SOFTWARE); rerun with --debug and report the traceback."""
     INTERRUPTED = 130

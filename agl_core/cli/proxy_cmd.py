@@ -167,8 +167,13 @@ def serve(
     try:
         _run(_serve(spec, store_uri, options))
     except OSError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        from agl_core.cli.errors import AglUserError, ExitCode
+
+        raise AglUserError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another --port (0 picks a free one) or stop the process that holds it",
+            exit_code=ExitCode.BUSY,
+        ) from exc
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:
