@@ -215,8 +215,12 @@ class LightningStoreClient(LightningStore):
         mutating: bool = False,
         timeout: float | None = None,
         base: str | None = None,
+        tries: list[int] | None = None,
     ) -> bytes:
-        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error."""
+        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error.
+
+        `tries`, when given, receives the number of tries it took (in ``tries[0]``).
+        """
         target = (self._api if base is None else base) + path
         if params:
             target += "?" + urlencode(params)
@@ -237,6 +241,8 @@ class LightningStoreClient(LightningStore):
                 status, raw = 0, b""
             if transport_error is None:
                 if status < 400:
+                    if tries is not None:
+                        tries[0] = attempt + 1
                     return raw
                 if status == 500:
                     server_faults += 1
@@ -522,7 +528,16 @@ class LightningStoreClient(LightningStore):
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
         _logic.validate_span(span)
-        return await self._post("/spans", span, Span | None)  # type: ignore[no-any-return]
+        tries = [0]
+        raw = await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)
+        stored: Span | None = _decode(Span | None, raw)
+        if stored is None and tries[0] > 1:
+            # Retried: the first try may have been written before the connection (or the server)
+            # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
+            page = await self.query_spans(span.rollout_id, span.attempt_id, span_id=span.span_id, limit=1)
+            if page.items and page.items[0].model_dump() == span.model_dump():
+                return page.items[0]
+        return stored
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""

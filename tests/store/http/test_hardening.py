@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import socket
+import threading
 
 import pytest
 
-from agl_core.store.http import BackgroundServer
+from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.memory import InMemoryLightningStore
+from agl_core.testing.store_conformance import make_span
+from agl_core.types import Span
 
 from .conftest import TOKEN
 from .test_rest_api import request
@@ -84,3 +90,85 @@ def test_repeated_server_errors_log_one_traceback(caplog: pytest.LogCaptureFixtu
                 ("OverflowError", "/v1/agl/rollouts"), "GET %s failed", "/x", exc_info=OverflowError()
             )
     assert len(caplog.records) == 1
+
+
+class _CrashingRelay:
+    """TCP relay: the first connection's request reaches server A, whose answer is then lost (as if A
+    crashed after writing); later connections go to server B, which has no memory of the request."""
+
+    def __init__(self, first: str, then: str) -> None:
+        self._targets = [_address(first), _address(then)]
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections += 1
+            if self._connections == 1:
+                threading.Thread(target=self._lose_answer, args=(client,), daemon=True).start()
+            else:
+                upstream = socket.create_connection(self._targets[1], timeout=30)
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def _lose_answer(self, client: socket.socket) -> None:
+        with client, socket.create_connection(self._targets[0], timeout=30) as upstream:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += client.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            while len(body) < length:
+                body += client.recv(65536)
+            upstream.sendall(head + b"\r\n\r\n" + body)
+            assert upstream.recv(65536)  # A answered: the write happened; the answer is dropped
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+def test_retried_add_span_after_a_crash_returns_the_stored_span() -> None:
+    store = InMemoryLightningStore()
+    with BackgroundServer(store) as first, BackgroundServer(store) as restarted:
+        relay = _CrashingRelay(first.endpoint, restarted.endpoint)
+
+        async def scenario() -> tuple[Span | None, Span | None]:
+            started = await store.start_rollout("x")
+            span = make_span(started.rollout_id, started.attempt.attempt_id, 1)
+            client = LightningStoreClient(relay.endpoint, backoff=(0.01, 0.05))
+            try:
+                retried = await client.add_span(span)
+                duplicate = await client.add_span(span)  # a genuine second add: still None
+            finally:
+                await client.close()
+            return retried, duplicate
+
+        try:
+            retried, duplicate = asyncio.run(scenario())
+        finally:
+            relay.close()
+    assert retried is not None and retried.span_id is not None
+    assert duplicate is None
