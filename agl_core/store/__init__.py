@@ -17,7 +17,9 @@ from agl_core.store.errors import (
     ResourcesNotFoundError,
     RolloutNotFoundError,
     StoreClosedError,
+    StoreCorruptError,
     StoreError,
+    StoreOpenError,
 )
 from agl_core.store.uri import open_store, parse_store_uri
 
@@ -42,7 +44,9 @@ __all__ = [
     "ResourcesNotFoundError",
     "RolloutNotFoundError",
     "StoreClosedError",
+    "StoreCorruptError",
     "StoreError",
+    "StoreOpenError",
     "Unset",
     "open_store",
     "parse_store_uri",

@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from agl_core.store._inputs import (
     check_enqueue_requests,
+    check_json_value,
     check_optional_number,
     check_optional_str,
     check_rollout_ids,
@@ -221,6 +222,7 @@ class InMemoryLightningStore(LightningStore):
         worker_id: str | None = None,
     ) -> AttemptedRollout:
         """Create a ``preparing`` rollout with attempt #1, not queued (see `LightningStore.start_rollout`)."""
+        check_json_value("input", input)
         mode = validate_mode(mode)
         resources_id = check_optional_str("resources_id", resources_id)
         worker_id = check_optional_str("worker_id", worker_id)
@@ -242,6 +244,7 @@ class InMemoryLightningStore(LightningStore):
         metadata: dict[str, Any] | None = None,
     ) -> Rollout:
         """Create a ``queuing`` rollout at the tail of the queue (see `LightningStore.enqueue_rollout`)."""
+        check_json_value("input", input)
         mode = validate_mode(mode)
         resources_id = check_optional_str("resources_id", resources_id)
         config_copy = copy_config(config)

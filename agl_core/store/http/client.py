@@ -34,7 +34,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
-from agl_core.store import _logic
+from agl_core.store import _inputs, _logic
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -215,8 +215,12 @@ class LightningStoreClient(LightningStore):
         mutating: bool = False,
         timeout: float | None = None,
         base: str | None = None,
+        tries: list[int] | None = None,
     ) -> bytes:
-        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error."""
+        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error.
+
+        `tries`, when given, receives the number of tries it took (in ``tries[0]``).
+        """
         target = (self._api if base is None else base) + path
         if params:
             target += "?" + urlencode(params)
@@ -237,6 +241,8 @@ class LightningStoreClient(LightningStore):
                 status, raw = 0, b""
             if transport_error is None:
                 if status < 400:
+                    if tries is not None:
+                        tries[0] = attempt + 1
                     return raw
                 if status == 500:
                     server_faults += 1
@@ -301,6 +307,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
             "worker_id": worker_id,
         }
+        _check_values(payload)
         return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
 
     async def enqueue_rollout(
@@ -319,6 +326,7 @@ class LightningStoreClient(LightningStore):
             "config": config,
             "metadata": metadata,
         }
+        _check_values(item)
         result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
         if len(result) != 1:
             raise StoreServerError(
@@ -330,8 +338,9 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.enqueue_many_rollouts` (one request)."""
         if not rollouts:
             return []
+        batch = _inputs.check_enqueue_requests(rollouts)
         return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/enqueue", {"rollouts": list(rollouts)}, list[Rollout]
+            "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
         )
 
     async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
@@ -440,6 +449,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
+        _check_values(payload)
         return await self._post(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", payload, Rollout)  # type: ignore[no-any-return]
 
     async def update_attempt(
@@ -464,6 +474,7 @@ class LightningStoreClient(LightningStore):
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
+        _check_values(payload)
         return await self._post(path, payload, Attempt)  # type: ignore[no-any-return]
 
     async def wait_for_rollouts(
@@ -517,7 +528,16 @@ class LightningStoreClient(LightningStore):
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
         _logic.validate_span(span)
-        return await self._post("/spans", span, Span | None)  # type: ignore[no-any-return]
+        tries = [0]
+        raw = await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)
+        stored: Span | None = _decode(Span | None, raw)
+        if stored is None and tries[0] > 1:
+            # Retried: the first try may have been written before the connection (or the server)
+            # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
+            page = await self.query_spans(span.rollout_id, span.attempt_id, span_id=span.span_id, limit=1)
+            if page.items and page.items[0].model_dump() == span.model_dump():
+                return page.items[0]
+        return stored
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
@@ -673,10 +693,18 @@ class LightningStoreClient(LightningStore):
         if worker_id == "":
             raise InvalidRequestError("worker_id must be a non-empty string.")
         payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
+        _check_values(payload)
         return await self._post(f"/workers/{_segment(worker_id, 'worker_id')}", payload, Worker)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+def _check_values(fields: dict[str, Any]) -> None:
+    """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
+    for name in ("input", "metadata", "heartbeat_stats"):
+        if name in fields:
+            _inputs.check_json_value(name, fields[name])
 
 
 def _json_or_none(raw: bytes) -> Any:
