@@ -17,3 +17,7 @@ __all__ = [
     "Runner",
     "RunnerStoppedError",
 ]
+
+# Agent Lightning 0.3 compatibility: its deprecated LegacyAgentRunner
+# (docs/migrating-from-agent-lightning.md).
+from agl_core.runner.legacy import __getattr__ as __getattr__
