@@ -22,6 +22,7 @@ from agl_core.llm_proxy.backends import (
     model_list_to_backends,
 )
 from agl_core.llm_proxy.forward import ForwardContext
+from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
@@ -98,7 +99,9 @@ class LLMProxy:
         max_pending_spans: int = 100_000,
         flush_timeout: float = 10.0,
         shutdown_timeout: float = 30.0,
+        callbacks: Sequence[object] | None = None,
     ) -> None:
+        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's argument
         if backends is not None and model_list is not None:
             raise ValueError("Pass either backends or model_list to LLMProxy, not both.")
         if not 0 <= port <= 65535:

@@ -37,7 +37,7 @@ __all__ = [
     "rejects_temperature",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.apo.optimizer")
 
 REASONING_MODEL_PREFIXES: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5")
 """Model-name prefixes of reasoning models that only accept the default temperature."""
