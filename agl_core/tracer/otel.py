@@ -7,7 +7,8 @@ Design (agl fixes of Agent Lightning 0.3 noted):
   as the global provider, so it never fights an application's own OpenTelemetry setup (0.3 replaced the
   global provider). ``tracer_provider`` exposes it; LLM instrumentation reaches it through
   :mod:`agl_core.tracer._routing`.
-* **Context-local attribution** (quirk #10). ``trace_context`` binds ``(rollout_id, attempt_id)`` in a
+* **Context-local attribution** (quirk 10 in docs/migrating-from-agent-lightning.md). ``trace_context`` binds
+``(rollout_id, attempt_id)`` in a
   ``contextvars`` variable; the span processor records the binding when a span starts and routes the
   finished span to it, so concurrent runners (threads or asyncio tasks) never mix spans.
 * **Streaming with a bounded flush.** A background sender on the context's event loop writes finished

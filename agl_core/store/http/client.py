@@ -12,7 +12,8 @@ once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays 
 retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
 issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
 
-Differences from Agent Lightning 0.3 (inventory §2.6, quirks 1 and 4): ``wait_for_rollouts`` accepts
+Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
+``wait_for_rollouts`` accepts
 any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
 ``get_many_span_sequence_ids`` are one request each, not one per item; 4xx answers are never retried;
 ``dequeue_*`` and the ``get_*`` methods raise on a failure instead of returning None or ``[]``, so an

@@ -1,4 +1,4 @@
-"""`APO`: automatic prompt optimization with textual gradients and beam search (inventory §8.5)."""
+"""`APO`: automatic prompt optimization with textual gradients and beam search (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,8 @@ class APO(Algorithm, Generic[T_task]):
     score-per-round plot ``scores.png`` and ``run_state.json`` are written to ``output_dir``.
 
     Differences from Agent Lightning 0.3's APO: no ``temperature`` is sent to models that reject it
-    (quirk #18); settings, resources, datasets and the optimizer endpoint are checked before anything is
+    (quirk 18 in docs/migrating-from-agent-lightning.md); settings, resources, datasets and the optimizer
+    endpoint are checked before anything is
     written to the store; edits that lose a placeholder, change nothing or repeat a known prompt are
     dropped; children run concurrently; a leader's full-validation score is measured once and reused;
     the optimizer prompts are agl's own.
