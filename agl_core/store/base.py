@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from agl_core.store.errors import InvalidRequestError
+from agl_core.types.status import is_finished, is_queuing, is_running  # noqa: F401 (0.3 defined them here)
 
 if TYPE_CHECKING:
     from types import TracebackType
