@@ -76,11 +76,18 @@ def test_dropped_names_raise_naming_the_replacement(module: str, name: str, repl
 
 
 def test_modules_keep_working_names_next_to_dropped_ones() -> None:
+    from agl_core.adapter.triplet import LlmProxyTraceToTriplet
+    from agl_core.emitter.annotation import OperationContext, operation
+    from agl_core.store.base import is_finished, is_queuing, is_running
     from agl_core.store.collection import FilterOptions, PaginatedResult
     from agl_core.trainer.init_utils import OptionalDefaults
     from agl_core.trainer.registry import ExecutionStrategyRegistry
     from agl_core.types.core import GenericResponse, RolloutLegacy, Task, TaskIfAny
     from agl_core.utils.id import generate_id
+
+    assert operation is agl.operation and OperationContext is not None
+    assert LlmProxyTraceToTriplet is agl.LlmProxyTraceToTriplet
+    assert is_finished("cancelled") and is_queuing("requeuing") and is_running("preparing")
 
     assert FilterOptions is agl.FilterOptions and PaginatedResult is agl.PaginatedResult
     assert Task is agl.Task and TaskIfAny is agl.TaskIfAny and RolloutLegacy is agl.RolloutLegacy
