@@ -15,6 +15,10 @@ def test_poml_trace_debug_flag_is_accepted(caplog: pytest.LogCaptureFixture) -> 
     apo = APO(api_key="sk-test", _poml_trace=True, preflight=False)
     assert isinstance(apo, agl.Algorithm)
     assert "output_dir" in caplog.text
+    # plugins log under the 0.3 name of the component they replace (agentlightning.algorithm.apo)
+    assert any(
+        r.name.startswith("agl_core.algorithm.apo") for r in caplog.records if "_poml_trace" in r.message
+    )
 
 
 def test_apo_resolves_from_every_path_03_used() -> None:
