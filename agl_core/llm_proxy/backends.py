@@ -429,7 +429,9 @@ def model_list_to_backends(
     Entries sharing a ``model_name`` become replicas of one pool.
 
     Raises:
-        BackendConfigError: when an entry lacks ``model_name`` or ``litellm_params.api_base``.
+        BackendConfigError: when an entry lacks ``model_name``, or ``litellm_params.api_base`` for a
+            provider other than OpenAI (an OpenAI model without it goes to ``$OPENAI_BASE_URL``,
+            ``$OPENAI_API_BASE`` or OpenAI's API, with ``$OPENAI_API_KEY``, as LiteLLM did).
     """
     out: dict[str, list[HttpBackend]] = {}
     for index, entry in enumerate(model_list):
