@@ -18,6 +18,12 @@ __all__ = [
     "RunnerStoppedError",
 ]
 
-# Agent Lightning 0.3 compatibility: its deprecated LegacyAgentRunner
-# (docs/migrating-from-agent-lightning.md).
-from agl_core.runner.legacy import __getattr__ as __getattr__
+
+def __getattr__(name: str) -> object:
+    # Agent Lightning 0.3's deprecated LegacyAgentRunner: raises an error naming the replacement
+    # (docs/migrating-from-agent-lightning.md).
+    if name == "LegacyAgentRunner":
+        from agl_core.runner import legacy
+
+        return getattr(legacy, name)
+    raise AttributeError(f"module 'agl_core.runner' has no attribute {name!r}")
