@@ -5,7 +5,8 @@ token check, idempotent replay for mutating routes and error mapping -- no middl
 per-request overhead stays small. Unknown paths get a JSON 404, known paths with a wrong method a JSON
 405 (with ``Allow``), and CORS preflights are answered when CORS is on.
 
-Differences from Agent Lightning 0.3 (inventory §2.6, quirk 1): store errors are 4xx with a typed JSON
+Differences from Agent Lightning 0.3 (quirk 1 in docs/migrating-from-agent-lightning.md): store errors are
+4xx with a typed JSON
 body (unknown id 404, bad argument 400, schema mismatch 422, oversized body 413) and only genuine
 server faults are 500, so clients never retry a caller's mistake; the server binds 127.0.0.1 by
 default and can require a bearer token; ``wait_for_rollouts`` long-polls on the server (one poll is
