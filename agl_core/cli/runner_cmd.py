@@ -164,6 +164,7 @@ def _run_with_strategy(
     options: _Options, strategy_name: str, address: str | None, first: int, n_runners: int
 ) -> int:
     """Runners placed by a registered execution strategy (``ray``) instead of local processes."""
+    from agl_core.errors import UnknownComponentError
     from agl_core.plugins import get_registry
     from agl_core.store.uri import open_store
 
@@ -178,6 +179,8 @@ def _run_with_strategy(
         kwargs["address"] = address
     try:
         strategy = get_registry("strategy").create(strategy_name, **kwargs)
+    except UnknownComponentError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
     except TypeError as exc:
         raise click.UsageError(
             f"Strategy {strategy_name!r} cannot place runners on its own ({exc}); use --strategy local, or a "
