@@ -193,6 +193,9 @@ def _run_with_strategy(
     store = open_store(options.store)
     try:
         strategy.execute(_no_algorithm, CommandRunnerBundle(options), store)
+    except Exception as exc:
+        logger.error("The %s runners stopped: %s: %s", strategy_name, type(exc).__name__, exc)
+        return 1
     finally:
         asyncio.run(close(store))
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -102,7 +103,7 @@ class Cluster:
                     except Exception:
                         if time.monotonic() > deadline:
                             raise
-                        await __import__("asyncio").sleep(0.1)
+                        await asyncio.sleep(0.1)
             finally:
                 await probe.close()
 
@@ -116,9 +117,9 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
     """Hosts ``store``, ``r1`` and ``r2``; torn down (processes and namespaces) after the test."""
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
     topology = Topology(["store", "r1", "r2"])
     cluster = Cluster(topology, tmp_path)
     try:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -82,15 +83,29 @@ def netem_unavailable() -> str | None:
         subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=30)
 
 
+def remove_stale_namespaces() -> list[str]:
+    """Delete namespaces an earlier, killed test run left behind (``agl<pid>-*`` whose pid is gone)."""
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=30).stdout
+    removed = []
+    for line in listing.splitlines():
+        match = re.match(r"^(agl(\d+)-\S+)", line)
+        if match is None or Path(f"/proc/{match.group(2)}").exists():
+            continue
+        subprocess.run(["ip", "netns", "del", match.group(1)], capture_output=True, timeout=30)
+        removed.append(match.group(1))
+    return removed
+
+
 class Topology:
     """A switch namespace with a bridge, and one namespace per host linked to it by a veth pair.
 
-    Host ``i`` gets ``10.<net>.0.<i+1>/24`` on its ``eth0``; ``net`` is derived from the process id so
-    concurrent runs do not share names (addresses only exist inside these namespaces).
+    Host ``i`` gets ``10.213.<n>.<i+1>/24`` on its ``eth0`` (addresses exist only inside these
+    namespaces); names carry the process id, so concurrent runs never share a namespace.
     """
 
     def __init__(self, hosts: Sequence[str]) -> None:
-        self.prefix = f"agl{os.getpid() % 100000}"
+        remove_stale_namespaces()
+        self.prefix = f"agl{os.getpid()}"
         self.switch = f"{self.prefix}-sw"
         self.hosts = list(hosts)
         self.address = {host: f"10.213.{os.getpid() % 250}.{i + 1}" for i, host in enumerate(self.hosts)}
@@ -107,7 +122,7 @@ class Topology:
         return f"{self.prefix}-{host}"
 
     def _port(self, host: str) -> str:
-        return f"{self.prefix[-6:]}{self.hosts.index(host)}"
+        return f"v{os.getpid()}-{self.hosts.index(host)}"
 
     def _build(self) -> None:
         for name in [self.switch, *map(self.ns, self.hosts)]:

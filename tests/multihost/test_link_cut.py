@@ -77,8 +77,6 @@ def test_cut_runner_host_is_taken_over_and_its_late_writes_do_not_corrupt(cluste
             "late_spans_of_superseded_attempt": len(late_spans) - spans_before,
             "superseded_attempt_final_status": attempts[0].status,
             "rollouts_by_cut_host_after_restore": len(resumed),
-            "cut_host_first_completion_after_restore_s": round(
-                min(r.end_time for r in resumed) - restored_at, 2
-            ),
+            "cut_host_back_to_work_s": round(min(r.end_time for r in resumed) - restored_at, 2),
         },
     )
