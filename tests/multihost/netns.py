@@ -163,28 +163,14 @@ class Topology:
         _ip("-n", self.switch, "link", "set", self._port(host), "up")
 
     def delay(self, host: str, milliseconds: int) -> None:
-        """Add ``milliseconds`` of latency to traffic leaving ``host`` and traffic sent to it (netem)."""
+        """Add ``milliseconds`` of round-trip latency to ``host``'s link, half each way; 0 removes it."""
         for ns, dev in ((self.ns(host), "eth0"), (self.switch, self._port(host))):
-            subprocess.run(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    ns,
-                    "tc",
-                    "qdisc",
-                    "replace",
-                    "dev",
-                    dev,
-                    "root",
-                    "netem",
-                    "delay",
-                    f"{milliseconds / 2:.1f}ms",
-                ],
-                check=True,
-                capture_output=True,
-                timeout=30,
-            )
+            tc = ["ip", "netns", "exec", ns, "tc", "qdisc"]
+            if milliseconds <= 0:
+                subprocess.run([*tc, "del", "dev", dev, "root"], capture_output=True, timeout=30)
+                continue
+            netem = ["root", "netem", "delay", f"{milliseconds / 2:g}ms"]
+            subprocess.run([*tc, "replace", "dev", dev, *netem], check=True, capture_output=True, timeout=30)
 
     # ------------------------------------------------------------------------------ processes
 
