@@ -8,7 +8,8 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 
 .PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
-.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
+	test-multihost bench-ray
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -88,3 +89,12 @@ demo-train: .venv-demo/.installed
 
 test-demo: .venv-demo/.installed
 	.venv-demo/bin/python -m pytest -q -p no:cacheprovider examples/demo/tests
+
+# Multi-host fault tests (issue 23): hosts as network namespaces (needs root; skipped with the reason
+# otherwise). They also run inside test-core; this target runs only them and prints their figures.
+test-multihost: venv
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests/multihost
+
+# The loop benchmark with the ray strategy next to shm and cs (agl-ray's venv has core + ray).
+bench-ray: .venv-agl-ray/.installed
+	.venv-agl-ray/bin/python bench/loop_bench.py --strategies shm,cs,ray --runners 4 --rollouts 2000 --algorithms drain

@@ -79,6 +79,15 @@ class WorkerRunners(Generic[T]):
         )
         return clone_component(self._template)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable form (the lock is recreated on the other side)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled instance with a fresh lock."""
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @property
     def template(self) -> Any:
         """The runner the trainer was configured with."""
