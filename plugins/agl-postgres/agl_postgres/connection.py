@@ -52,6 +52,7 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.ConnectionFailureError,
+    asyncpg.exceptions.InternalClientError,  # a protocol step interrupted by the connection's loss
 )
 _ROLLED_BACK_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.DeadlockDetectedError,
@@ -173,7 +174,11 @@ class PostgresConnection:
             try:
                 pool = state.pool or await self._pool(state)
                 async with pool.acquire(timeout=self.settings.options["acquire_timeout"]) as conn:
-                    return await call(conn, retrying)
+                    try:
+                        return await call(conn, retrying)
+                    except _CONNECTION_ERRORS:
+                        conn.terminate()  # never hand a broken connection back to the pool
+                        raise
             except _ROLLED_BACK_ERRORS:
                 self.retries += 1
                 await asyncio.sleep(random.uniform(0, 0.01))
