@@ -14,7 +14,15 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from agl_core.store import InvalidRequestError
-from agl_core.types import Attempt, AttemptedRollout, NamedResources, ResourcesUpdate, Rollout, RolloutConfig, Worker
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    NamedResources,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    Worker,
+)
 
 __all__ = [
     "ATTEMPT_COLUMNS",
@@ -38,7 +46,9 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 _set = object.__setattr__
 
-ROLLOUT_COLUMNS = "r.rollout_id, r.input, r.start_time, r.end_time, r.mode, r.resources_id, r.status, r.config, r.metadata"
+ROLLOUT_COLUMNS = (
+    "r.rollout_id, r.input, r.start_time, r.end_time, r.mode, r.resources_id, r.status, r.config, r.metadata"
+)
 """Columns (alias ``r``) that `rollout_from_row` reads."""
 ATTEMPT_COLUMNS = (
     "a.rollout_id, a.attempt_id, a.sequence_id, a.start_time, a.end_time, a.status, a.worker_id, "
@@ -166,7 +176,9 @@ def dump_json(name: str, value: Any) -> str:
             f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
         ) from None
     if "\\u0000" in text:
-        raise InvalidRequestError(f"{name} contains a NUL character (\\u0000), which PostgreSQL text cannot hold.")
+        raise InvalidRequestError(
+            f"{name} contains a NUL character (\\u0000), which PostgreSQL text cannot hold."
+        )
     return text
 
 
@@ -198,7 +210,8 @@ def config_columns(config: object) -> tuple[str, float | None, float | None]:
             raise InvalidRequestError(f"Invalid rollout config {dict(config)!r}: {exc}") from None
     elif not isinstance(config, RolloutConfig):
         raise InvalidRequestError(
-            f"config must be a RolloutConfig (or a dict of its fields), got {type(config).__name__} {config!r}."
+            "config must be a RolloutConfig (or a dict of its fields), "
+            f"got {type(config).__name__} {config!r}."
         )
     return config.model_dump_json(), config.timeout_seconds, config.unresponsive_seconds
 

@@ -24,8 +24,7 @@ from typing import Any, NamedTuple
 import asyncpg
 from pydantic_core import from_json
 
-from agl_core.store import UNSET, AttemptNotFoundError, RolloutNotFoundError
-from agl_core.store import logic
+from agl_core.store import UNSET, AttemptNotFoundError, RolloutNotFoundError, logic
 from agl_core.types import Attempt, AttemptedRollout, Rollout, Worker
 from agl_postgres.codec import (
     ATTEMPT_COLUMNS,
@@ -70,11 +69,23 @@ class NewRollout(NamedTuple):
 
 def _rollout(item: NewRollout, rollout_id: str, resources_id: str | None, status: str, now: float) -> Rollout:
     return rollout_from_row(
-        (rollout_id, item.input_json, now, None, item.mode, resources_id, status, item.config_json, item.metadata_json)
+        (
+            rollout_id,
+            item.input_json,
+            now,
+            None,
+            item.mode,
+            resources_id,
+            status,
+            item.config_json,
+            item.metadata_json,
+        )
     )
 
 
-def _new_attempt(rollout_id: str, attempt_id: str, sequence_id: int, now: float, worker_id: str | None) -> Attempt:
+def _new_attempt(
+    rollout_id: str, attempt_id: str, sequence_id: int, now: float, worker_id: str | None
+) -> Attempt:
     return construct(
         Attempt,
         {
@@ -100,11 +111,13 @@ def _with_attempt(rollout: Rollout, attempt: Attempt) -> AttemptedRollout:
 # ---------------------------------------------------------------------------------------------- creating
 
 _ENQUEUE = f"""
-INSERT INTO rollouts (rollout_id, status, start_time, mode, resources_id, input, config, metadata,
+INSERT INTO rollouts (rollout_id, status, start_time, mode, resources_id, input, config,
+                                      metadata,
                       queue_pos, timeout_seconds, unresponsive_seconds)
 SELECT u.rollout_id, 'queuing', $1::float8, u.mode, coalesce(u.resources_id, {_LATEST_RESOURCES}),
        u.input, u.config, u.metadata, nextval('queue_positions'), u.timeout_seconds, u.unresponsive_seconds
-FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::float8[])
+FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+            $8::float8[], $9::float8[])
      WITH ORDINALITY AS u(rollout_id, mode, resources_id, input, config, metadata, timeout_seconds,
                           unresponsive_seconds, n)
 ORDER BY u.n
@@ -123,10 +136,15 @@ async def enqueue(
     """
     resources: dict[str, str | None] = {}
     if retrying:
-        rows = await conn.fetch("SELECT rollout_id, resources_id FROM rollouts WHERE rollout_id = ANY($1::text[])", ids)
+        rows = await conn.fetch(
+            "SELECT rollout_id, resources_id FROM rollouts WHERE rollout_id = ANY($1::text[])", ids
+        )
         if len(rows) == len(ids):
             resources = {row[0]: row[1] for row in rows}
-            return [_rollout(item, rid, resources[rid], "queuing", now) for item, rid in zip(items, ids, strict=True)]
+            return [
+                _rollout(item, rid, resources[rid], "queuing", now)
+                for item, rid in zip(items, ids, strict=True)
+            ]
     pending = list(range(len(items)))
     for _ in range(_ID_TRIES):
         batch = [items[i] for i in pending]
@@ -146,7 +164,10 @@ async def enqueue(
             resources[row[0]] = row[1]
         pending = [i for i in pending if ids[i] not in resources]
         if not pending:
-            return [_rollout(item, rid, resources[rid], "queuing", now) for item, rid in zip(items, ids, strict=True)]
+            return [
+                _rollout(item, rid, resources[rid], "queuing", now)
+                for item, rid in zip(items, ids, strict=True)
+            ]
         for i in pending:
             ids[i] = logic.new_rollout_id()
     raise RuntimeError(f"Could not draw an unused rollout id after {_ID_TRIES} tries.")
@@ -155,7 +176,7 @@ async def enqueue(
 async def start_rollout(
     conn: Any, item: NewRollout, ids: list[str], worker_id: str | None, now: float, retrying: bool
 ) -> AttemptedRollout:
-    """Create a ``preparing`` rollout with attempt #1 (``ids`` = [rollout id, attempt id]) in one statement."""
+    """Create a ``preparing`` rollout with attempt #1 in one statement (``ids``: rollout id, attempt id)."""
     if retrying:
         from agl_postgres.reads import get_rollout
 
@@ -183,8 +204,8 @@ async def start_rollout(
             worker = f", w AS ({worker_upsert(params, worker_id, updates, when='EXISTS (SELECT 1 FROM r)')})"
         row = await conn.fetchrow(
             f"""WITH r AS (
-                INSERT INTO rollouts (rollout_id, status, start_time, mode, resources_id, input, config, metadata,
-                                      attempt_count, latest_attempt_id, timeout_seconds, unresponsive_seconds)
+                INSERT INTO rollouts (rollout_id, status, start_time, mode, resources_id, input, config,
+                    metadata, attempt_count, latest_attempt_id, timeout_seconds, unresponsive_seconds)
                 VALUES ($1::text, 'preparing', $2::float8, $3::text, coalesce($4::text, {_LATEST_RESOURCES}),
                         $5::text, $6::text, $7::text, 1, $8::text, $9::float8, $10::float8)
                 ON CONFLICT (rollout_id) DO NOTHING RETURNING rollout_id, resources_id
@@ -218,7 +239,8 @@ WITH head AS (
     RETURNING numbered.n, r.attempt_count, {ROLLOUT_COLUMNS}
 ), inserted AS (
     INSERT INTO attempts (rollout_id, attempt_id, sequence_id, status, start_time, worker_id, claim_token)
-    SELECT rollout_id, ($2::text[])[n], attempt_count, 'preparing', $3::float8, $4::text, $5::text FROM claimed
+    SELECT rollout_id, ($2::text[])[n], attempt_count, 'preparing', $3::float8, $4::text, $5::text
+    FROM claimed
 )
 SELECT * FROM claimed ORDER BY n
 """
@@ -230,7 +252,7 @@ JOIN rollouts r ON r.rollout_id = a.rollout_id WHERE a.claim_token = $1::text OR
 
 
 def _claimed(row: Sequence[Any], attempt_id: str, now: float, worker_id: str | None) -> AttemptedRollout:
-    """A claimed row (``n, attempt_count, ROLLOUT_COLUMNS``): the rollout in ``preparing`` with its new attempt."""
+    """A claimed row (``n, attempt_count, ROLLOUT_COLUMNS``): the rollout, now preparing, with its attempt."""
     rollout = rollout_from_row(row, offset=2)
     values = dict(rollout.__dict__)
     values["status"] = "preparing"
@@ -274,7 +296,9 @@ async def dequeue(
 
 # ---------------------------------------------------------------------------------------------- attempts
 
-_STATE_COLUMNS = f"r.ord, r.rev, r.status, r.config, r.latest_attempt_id, r.queue_pos IS NOT NULL, {ATTEMPT_COLUMNS}"
+_STATE_COLUMNS = (
+    f"r.ord, r.rev, r.status, r.config, r.latest_attempt_id, r.queue_pos IS NOT NULL, {ATTEMPT_COLUMNS}"
+)
 """A rollout's state for a decision: ord, rev, status, config, latest attempt id, queued, then the attempt."""
 _STATE_ATTEMPT = 6
 _ATTEMPT_STATE = (
@@ -306,7 +330,8 @@ def rollout_status_sql(params: Params, status: str, now: float) -> str:
     """SET assignments writing a rollout `status` with its end time and queue place (and ``rev``)."""
     end_time = logic.rollout_end_time_for(status, now)
     queue = "coalesce(queue_pos, nextval('queue_positions'))" if logic.should_enqueue(status) else "NULL"
-    return f"status = {params.add(status, 'text')}, end_time = {params.add(end_time, 'float8')}, queue_pos = {queue}"
+    status_slot, end_slot = params.add(status, "text"), params.add(end_time, "float8")
+    return f"status = {status_slot}, end_time = {end_slot}, queue_pos = {queue}"
 
 
 async def _write_attempt(
@@ -349,14 +374,21 @@ async def _write_attempt(
         )
         if new_status is not None:
             rollout_set = ", " + rollout_status_sql(params, new_status, now)
-    assignments = ", ".join(f"{key} = {params.add(value, _ATTEMPT_TYPES[key])}" for key, value in changes.items())
+    assignments = ", ".join(
+        f"{key} = {params.add(value, _ATTEMPT_TYPES[key])}" for key, value in changes.items()
+    )
     worker = ""
     if logic.worker_sync_required(worker_id, status, updated.worker_id) and updated.worker_id:
-        updates = logic.worker_updates_for_attempt(updated.status, updated.rollout_id, updated.attempt_id, now)
-        worker = f", w AS ({worker_upsert(params, updated.worker_id, updates, when='EXISTS (SELECT 1 FROM g)')})"
+        updates = logic.worker_updates_for_attempt(
+            updated.status, updated.rollout_id, updated.attempt_id, now
+        )
+        worker = (
+            f", w AS ({worker_upsert(params, updated.worker_id, updates, when='EXISTS (SELECT 1 FROM g)')})"
+        )
     written = await conn.fetchval(
         f"""WITH g AS (
-            UPDATE rollouts SET rev = rev + 1{rollout_set} WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
+            UPDATE rollouts SET rev = rev + 1{rollout_set}
+            WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
         ), a AS (
             UPDATE attempts SET {assignments}
             WHERE rollout_id = $3::text AND attempt_id = $4::text AND EXISTS (SELECT 1 FROM g)
@@ -385,7 +417,9 @@ async def update_attempt(
             raise RolloutNotFoundError(rollout_id)
         if state[_STATE_ATTEMPT] is None:
             raise AttemptNotFoundError(rollout_id, attempt_id)
-        updated = await _write_attempt(conn, state, status, worker_id, last_heartbeat_time, metadata_json, now)
+        updated = await _write_attempt(
+            conn, state, status, worker_id, last_heartbeat_time, metadata_json, now
+        )
         if updated is not None:
             return updated
 
@@ -414,7 +448,8 @@ async def start_attempt(conn: Any, rollout_id: str, worker_id: str | None, now: 
     """A manual retry: a new ``preparing`` attempt; the rollout becomes ``preparing`` (off the queue)."""
     while True:
         row = await conn.fetchrow(
-            f"SELECT r.ord, r.rev, r.attempt_count, {ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = $1::text",
+            f"SELECT r.ord, r.rev, r.attempt_count, {ROLLOUT_COLUMNS} FROM rollouts r "
+            "WHERE r.rollout_id = $1::text",
             rollout_id,
         )
         if row is None:
@@ -429,7 +464,8 @@ async def start_attempt(conn: Any, rollout_id: str, worker_id: str | None, now: 
         try:
             written = await conn.fetchval(
                 f"""WITH g AS (
-                    UPDATE rollouts SET rev = rev + 1, status = 'preparing', end_time = NULL, queue_pos = NULL,
+                    UPDATE rollouts SET rev = rev + 1, status = 'preparing', end_time = NULL,
+                        queue_pos = NULL,
                         attempt_count = $3::int, latest_attempt_id = $4::text
                     WHERE ord = $1::bigint AND rev = $2::bigint RETURNING rollout_id
                 ), a AS (
@@ -463,7 +499,7 @@ _ROLLOUT_TYPES = {
 
 
 async def update_rollout(conn: Any, rollout_id: str, changes: dict[str, Any], now: float) -> Rollout:
-    """Write the given (encoded) columns in one statement; ``status`` also sets the end time and queue place."""
+    """Write the given (encoded) columns in one statement; ``status`` also sets end time and queue place."""
     params = Params(rollout_id)
     assignments = ["rev = rev + 1"]
     for key, value in changes.items():
@@ -472,7 +508,8 @@ async def update_rollout(conn: Any, rollout_id: str, changes: dict[str, Any], no
         else:
             assignments.append(f"{key} = {params.add(value, _ROLLOUT_TYPES[key])}")
     row = await conn.fetchrow(
-        f"UPDATE rollouts r SET {', '.join(assignments)} WHERE r.rollout_id = $1::text RETURNING {ROLLOUT_COLUMNS}",
+        f"UPDATE rollouts r SET {', '.join(assignments)} WHERE r.rollout_id = $1::text "
+        f"RETURNING {ROLLOUT_COLUMNS}",
         *params.values,
     )
     if row is None:

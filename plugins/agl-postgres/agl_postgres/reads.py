@@ -97,7 +97,12 @@ async def get_latest_attempt(conn: Any, rollout_id: str) -> Attempt | None:
 
 
 async def query_rollouts(
-    conn: Any, normalized: logic.NormalizedFilter, sort_by: str | None, sort_order: str, limit: int, offset: int
+    conn: Any,
+    normalized: logic.NormalizedFilter,
+    sort_by: str | None,
+    sort_order: str,
+    limit: int,
+    offset: int,
 ) -> PaginatedResult[Rollout | AttemptedRollout]:
     """Rollouts matching `normalized`, sorted and paged, each with its latest attempt."""
     params: list[Any] = []
@@ -109,7 +114,9 @@ async def query_rollouts(
     total = page_total(rows, limit, offset)
     if total is None:
         total = await conn.fetchval(f"SELECT count(*) FROM rollouts r WHERE {condition}", *count_params)
-    return PaginatedResult(items=[_with_attempt(row) for row in rows], limit=limit, offset=offset, total=total)
+    return PaginatedResult(
+        items=[_with_attempt(row) for row in rows], limit=limit, offset=offset, total=total
+    )
 
 
 async def query_attempts(
@@ -120,18 +127,22 @@ async def query_attempts(
     params: list[Any] = [rollout_id]
     page = limit_clause(limit, offset, params)
     rows = await conn.fetch(
-        f"SELECT {ATTEMPT_COLUMNS} FROM attempts a WHERE a.rollout_id = $1::text ORDER BY {order} {page}", *params
+        f"SELECT {ATTEMPT_COLUMNS} FROM attempts a WHERE a.rollout_id = $1::text ORDER BY {order} {page}",
+        *params,
     )
     total = page_total(rows, limit, offset)
     if total is None:
         total = await conn.fetchval("SELECT count(*) FROM attempts WHERE rollout_id = $1::text", rollout_id)
-    return PaginatedResult(items=[attempt_from_row(row) for row in rows], limit=limit, offset=offset, total=total)
+    return PaginatedResult(
+        items=[attempt_from_row(row) for row in rows], limit=limit, offset=offset, total=total
+    )
 
 
 async def rollouts_by_ids(conn: Any, rollout_ids: Sequence[str]) -> dict[str, Rollout]:
     """The known rollouts among `rollout_ids`, by id (for `wait_for_rollouts`)."""
     rows = await conn.fetch(
-        f"SELECT {ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[])", list(set(rollout_ids))
+        f"SELECT {ROLLOUT_COLUMNS} FROM rollouts r WHERE r.rollout_id = ANY($1::text[])",
+        list(set(rollout_ids)),
     )
     return {row[0]: rollout_from_row(row) for row in rows}
 
@@ -143,7 +154,12 @@ async def get_worker(conn: Any, worker_id: str) -> Worker | None:
 
 
 async def query_workers(
-    conn: Any, normalized: logic.NormalizedFilter, sort_by: str | None, sort_order: str, limit: int, offset: int
+    conn: Any,
+    normalized: logic.NormalizedFilter,
+    sort_by: str | None,
+    sort_order: str,
+    limit: int,
+    offset: int,
 ) -> PaginatedResult[Worker]:
     """Workers matching `normalized`, sorted and paged."""
     params: list[Any] = []
@@ -151,7 +167,9 @@ async def query_workers(
     order = order_by(sort_by, sort_order, Worker, WORKER_SQL, "ord")
     count_params = list(params)
     page = limit_clause(limit, offset, params)
-    rows = await conn.fetch(f"SELECT {WORKER_COLUMNS} FROM workers WHERE {condition} ORDER BY {order} {page}", *params)
+    rows = await conn.fetch(
+        f"SELECT {WORKER_COLUMNS} FROM workers WHERE {condition} ORDER BY {order} {page}", *params
+    )
     total = page_total(rows, limit, offset)
     if total is None:
         total = await conn.fetchval(f"SELECT count(*) FROM workers WHERE {condition}", *count_params)
@@ -161,7 +179,8 @@ async def query_workers(
 async def counts(conn: Any) -> tuple[int, int, int, int, int, int]:
     """Rollouts, attempts, spans, resources, workers and the schema's size on disk in bytes."""
     row = await conn.fetchrow(
-        "SELECT (SELECT count(*) FROM rollouts), (SELECT count(*) FROM attempts), (SELECT count(*) FROM spans), "
+        "SELECT (SELECT count(*) FROM rollouts), (SELECT count(*) FROM attempts), "
+        "(SELECT count(*) FROM spans), "
         "(SELECT count(*) FROM resources), (SELECT count(*) FROM workers), "
         "(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
         "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r')"

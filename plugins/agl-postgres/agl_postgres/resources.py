@@ -11,7 +11,14 @@ from agl_core.types import PaginatedResult, ResourcesUpdate
 from agl_postgres.codec import RESOURCES_COLUMNS, resources_from_row
 from agl_postgres.query import Column, limit_clause, order_by, page_total, where
 
-__all__ = ["RESOURCES_SQL", "add_resources", "get_latest_resources", "get_resources", "query_resources", "update_resources"]
+__all__ = [
+    "RESOURCES_SQL",
+    "add_resources",
+    "get_latest_resources",
+    "get_resources",
+    "query_resources",
+    "update_resources",
+]
 
 RESOURCES_SQL: dict[str, Column] = {
     "resources_id": Column("resources_id", True),
@@ -27,7 +34,9 @@ _SET_LATEST = (
 )
 
 
-async def add_resources(conn: Any, resources_id: str, resources_json: str, now: float, retrying: bool) -> ResourcesUpdate:
+async def add_resources(
+    conn: Any, resources_id: str, resources_json: str, now: float, retrying: bool
+) -> ResourcesUpdate:
     """Store a new snapshot at version 1 (one statement, which also makes it the latest)."""
     while True:
         try:
@@ -57,7 +66,8 @@ async def update_resources(conn: Any, resources_id: str, resources_json: str, no
             INSERT INTO resources AS r (resources_id, create_time, update_time, version, resources)
             VALUES ($1::text, $2::float8, $2::float8, 1, $3::text)
             ON CONFLICT (resources_id) DO UPDATE
-                SET update_time = EXCLUDED.update_time, version = r.version + 1, resources = EXCLUDED.resources
+                SET update_time = EXCLUDED.update_time, version = r.version + 1,
+                    resources = EXCLUDED.resources
             RETURNING {RESOURCES_COLUMNS}
         ), {_SET_LATEST}
         SELECT * FROM w""",
@@ -70,7 +80,9 @@ async def update_resources(conn: Any, resources_id: str, resources_json: str, no
 
 async def get_resources(conn: Any, resources_id: str) -> ResourcesUpdate | None:
     """The snapshot with this id, or None."""
-    row = await conn.fetchrow(f"SELECT {RESOURCES_COLUMNS} FROM resources WHERE resources_id = $1::text", resources_id)
+    row = await conn.fetchrow(
+        f"SELECT {RESOURCES_COLUMNS} FROM resources WHERE resources_id = $1::text", resources_id
+    )
     return None if row is None else resources_from_row(row)
 
 
@@ -84,7 +96,12 @@ async def get_latest_resources(conn: Any) -> ResourcesUpdate | None:
 
 
 async def query_resources(
-    conn: Any, normalized: logic.NormalizedFilter, sort_by: str | None, sort_order: str, limit: int, offset: int
+    conn: Any,
+    normalized: logic.NormalizedFilter,
+    sort_by: str | None,
+    sort_order: str,
+    limit: int,
+    offset: int,
 ) -> PaginatedResult[ResourcesUpdate]:
     """Snapshots matching `normalized`, sorted and paged (insertion order by default)."""
     params: list[Any] = []
@@ -98,4 +115,6 @@ async def query_resources(
     total = page_total(rows, limit, offset)
     if total is None:
         total = await conn.fetchval(f"SELECT count(*) FROM resources WHERE {condition}", *count_params)
-    return PaginatedResult(items=[resources_from_row(r) for r in rows], limit=limit, offset=offset, total=total)
+    return PaginatedResult(
+        items=[resources_from_row(r) for r in rows], limit=limit, offset=offset, total=total
+    )

@@ -13,7 +13,8 @@ table lock):
   ``FOR UPDATE SKIP LOCKED``); ``attempt_count``/``latest_attempt_id`` describe its attempts;
   ``timeout_seconds``/``unresponsive_seconds`` mirror the config for the watchdog (partial index
   ``rollouts_watched``); ``rev`` grows with every write to the rollout or one of its attempts, so a
-  decision read in one statement is written only if nothing changed meanwhile (compare-and-set). Nested values are JSON text, as in the SQLite store.
+  decision read in one statement is written only if nothing changed meanwhile (compare-and-set).
+  Nested values are JSON text, as in the SQLite store.
 - ``attempts``: key ``(rollout_id, attempt_id)``; ``claim_token`` lets a claim retried after a lost
   acknowledgement find what it claimed.
 - ``spans``: the span as JSON plus its filter columns; unique ``(rollout_id, attempt_id, span_id)``,
@@ -160,8 +161,7 @@ def quote_ident(name: str) -> str:
 async def current_version(conn: Any, schema: str) -> int | None:
     """The schema's applied version; 0 for an empty or missing schema; None if it is not an agl store."""
     tables = {
-        row[0]
-        for row in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)
+        row[0] for row in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = $1", schema)
     }
     if "schema_migrations" not in tables:
         return 0 if not tables else None
@@ -211,6 +211,8 @@ async def migrate(conn: Any, schema: str) -> list[Migration]:
             for statement in migration.statements:
                 await conn.execute(statement)
             await conn.execute(
-                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", migration.version, migration.name
+                "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                migration.version,
+                migration.name,
             )
     return todo

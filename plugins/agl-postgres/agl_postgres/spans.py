@@ -18,7 +18,16 @@ from agl_core.types.tracer import STORED_SPAN_CONTEXT
 from agl_postgres.query import Column, limit_clause, order_by, page_total, where
 from agl_postgres.sql import Params
 
-__all__ = ["SPAN_SQL", "SpanCache", "add_span", "add_spans", "next_sequence_id", "query_spans", "rollout_spans", "sequence_ids"]
+__all__ = [
+    "SPAN_SQL",
+    "SpanCache",
+    "add_span",
+    "add_spans",
+    "next_sequence_id",
+    "query_spans",
+    "rollout_spans",
+    "sequence_ids",
+]
 
 SPAN_SQL: dict[str, Column] = {
     "rollout_id": Column("rollout_id", True),
@@ -40,7 +49,8 @@ _SPAN_STATE = (
     "WHERE r.rollout_id = $1::text"
 )
 _SPAN_VALUES = (
-    "$5::text, $6::text, $7::text, $8::bigint, $9::text, $10::text, $11::text, $12::float8, $13::float8, $14::text"
+    "$5::text, $6::text, $7::text, $8::bigint, $9::text, $10::text, $11::text, $12::float8, $13::float8, "
+    "$14::text"
 )
 _SPAN_INSERT_COLUMNS = (
     "rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, data"
@@ -94,10 +104,13 @@ async def add_span(conn: Any, span: Span, data: str, now: float, retrying: bool)
         if exists:
             return span if retrying else None  # on a retry, the earlier try stored it
         params = Params(ord_, rev, rollout_id, attempt_id, *_span_row(span, data))
-        rollout_set, attempt_set = _heartbeat_sets(params, rollout_status, attempt_status, attempt_id == latest_id, now)
+        rollout_set, attempt_set = _heartbeat_sets(
+            params, rollout_status, attempt_status, attempt_id == latest_id, now
+        )
         row = await conn.fetchrow(
             f"""WITH g AS (
-                UPDATE rollouts SET rev = rev + 1{rollout_set} WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
+                UPDATE rollouts SET rev = rev + 1{rollout_set}
+                WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
             ), s AS (
                 INSERT INTO spans ({_SPAN_INSERT_COLUMNS}) SELECT {_SPAN_VALUES} FROM g
                 ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING 1
@@ -131,7 +144,8 @@ RETURNING rollout_id, attempt_id, span_id
 _TOUCH_ATTEMPTS = """
 UPDATE attempts a SET last_heartbeat_time = $1::float8, status = u.status,
     end_time = CASE WHEN u.changed THEN u.end_time ELSE a.end_time END
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[], $6::float8[]) AS u(rollout_id, attempt_id, status, changed, end_time)
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[], $6::float8[])
+    AS u(rollout_id, attempt_id, status, changed, end_time)
 WHERE a.rollout_id = u.rollout_id AND a.attempt_id = u.attempt_id
 """
 _TOUCH_ROLLOUTS = """
@@ -143,7 +157,9 @@ WHERE r.ord = u.ord
 """
 
 
-async def add_spans(conn: Any, spans: Sequence[Span], datas: Sequence[str], now: float, retrying: bool) -> list[Span]:
+async def add_spans(
+    conn: Any, spans: Sequence[Span], datas: Sequence[str], now: float, retrying: bool
+) -> list[Span]:
     """Insert validated spans in one transaction; return those inserted (duplicates skipped), in order.
 
     Every span's rollout and attempt must exist (checked under lock, before anything is written); each
@@ -176,7 +192,11 @@ async def add_spans(conn: Any, spans: Sequence[Span], datas: Sequence[str], now:
             seen.add(key)
             if key in stored or retrying:
                 inserted.append(span)
-        touched = {(span.rollout_id, span.attempt_id) for span in inserted if (span.rollout_id, span.attempt_id, span.span_id) in stored}
+        touched = {
+            (span.rollout_id, span.attempt_id)
+            for span in inserted
+            if (span.rollout_id, span.attempt_id, span.span_id) in stored
+        }
         if not touched:
             return inserted
         attempt_cols: list[list[Any]] = [[], [], [], [], []]
@@ -184,13 +204,21 @@ async def add_spans(conn: Any, spans: Sequence[Span], datas: Sequence[str], now:
         for rid, aid in pairs:
             if (rid, aid) not in touched:
                 continue
-            _, ord_, r_status, latest_id = locked[rid]
+            _, _, r_status, latest_id = locked[rid]
             a_status = found[(rid, aid)]
             current = rollout_moves.get(rid, (None, None))[0] or r_status
-            new_attempt, new_rollout = logic.heartbeat_transition(current, a_status, is_latest=aid == latest_id)
+            new_attempt, new_rollout = logic.heartbeat_transition(
+                current, a_status, is_latest=aid == latest_id
+            )
             for column, value in zip(
                 attempt_cols,
-                (rid, aid, new_attempt, new_attempt != a_status, logic.attempt_end_time_for(new_attempt, now)),
+                (
+                    rid,
+                    aid,
+                    new_attempt,
+                    new_attempt != a_status,
+                    logic.attempt_end_time_for(new_attempt, now),
+                ),
                 strict=True,
             ):
                 column.append(value)
@@ -201,7 +229,10 @@ async def add_spans(conn: Any, spans: Sequence[Span], datas: Sequence[str], now:
         await conn.execute(_TOUCH_ATTEMPTS, now, *attempt_cols)
         ords = [locked[rid][1] for rid in rollout_moves]
         await conn.execute(
-            _TOUCH_ROLLOUTS, ords, [m[0] for m in rollout_moves.values()], [m[1] for m in rollout_moves.values()]
+            _TOUCH_ROLLOUTS,
+            ords,
+            [m[0] for m in rollout_moves.values()],
+            [m[1] for m in rollout_moves.values()],
         )
     return inserted
 
@@ -216,9 +247,11 @@ RETURNING value
 """
 _NEXT_IDS = """
 INSERT INTO span_counters AS c (rollout_id, value, step)
-SELECT u.rollout_id, coalesce((SELECT max(sequence_id) FROM spans s WHERE s.rollout_id = u.rollout_id), 0) + u.n, u.n
+SELECT u.rollout_id,
+    coalesce((SELECT max(sequence_id) FROM spans s WHERE s.rollout_id = u.rollout_id), 0) + u.n, u.n
 FROM unnest($1::text[], $2::int[]) AS u(rollout_id, n) ORDER BY u.rollout_id
-ON CONFLICT (rollout_id) DO UPDATE SET value = greatest(c.value + EXCLUDED.step, EXCLUDED.value), step = EXCLUDED.step
+ON CONFLICT (rollout_id) DO UPDATE
+    SET value = greatest(c.value + EXCLUDED.step, EXCLUDED.value), step = EXCLUDED.step
 RETURNING rollout_id, value
 """
 
@@ -277,7 +310,9 @@ class SpanCache:
 
 async def rollout_spans(conn: Any, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
     """Every span of `rollout_id` by sequence id then insertion: `query_spans` with its defaults."""
-    rows = await conn.fetch("SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", rollout_id)
+    rows = await conn.fetch(
+        "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", rollout_id
+    )
     items = await cache.get(conn, [row[0] for row in rows])
     return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
 
@@ -295,7 +330,9 @@ async def query_spans(
 ) -> PaginatedResult[Span]:
     """Spans of one rollout (through its index), filtered, sorted and paged."""
     if attempt_id == "latest":
-        latest = await conn.fetchval("SELECT latest_attempt_id FROM rollouts WHERE rollout_id = $1::text", rollout_id)
+        latest = await conn.fetchval(
+            "SELECT latest_attempt_id FROM rollouts WHERE rollout_id = $1::text", rollout_id
+        )
         if latest is None:
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
         normalized = logic.NormalizedFilter(

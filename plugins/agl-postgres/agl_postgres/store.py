@@ -10,6 +10,7 @@ concurrency, `agl_postgres.connection` for pools and retries and `agl_postgres.s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
@@ -130,7 +131,9 @@ class PostgresLightningStore(LightningStore):
     @property
     def capabilities(self) -> LightningStoreCapabilities:
         """Thread-safe, async-safe and shared by every process and machine (``zero_copy``)."""
-        return LightningStoreCapabilities(thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=False)
+        return LightningStoreCapabilities(
+            thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=False
+        )
 
     async def _run(self, call: Call[Any], guarded: bool = False) -> Any:
         if guarded and self._watchdog_due():
@@ -154,7 +157,9 @@ class PostgresLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(input: Any, mode: object, resources_id: object, config: object, metadata: object) -> ops.NewRollout:
+    def _new_rollout(
+        input: Any, mode: object, resources_id: object, config: object, metadata: object
+    ) -> ops.NewRollout:
         return ops.NewRollout(
             dump_json("input", input),
             logic.validate_mode(mode),
@@ -177,7 +182,9 @@ class PostgresLightningStore(LightningStore):
         worker = logic.check_optional_str("worker_id", worker_id)
         ids = [logic.new_rollout_id(), logic.new_attempt_id()]
         now = self.clock()
-        return await self._run(lambda conn, retrying: ops.start_rollout(conn, item, ids, worker, now, retrying), True)
+        return await self._run(
+            lambda conn, retrying: ops.start_rollout(conn, item, ids, worker, now, retrying), True
+        )
 
     async def enqueue_rollout(
         self,
@@ -208,7 +215,9 @@ class PostgresLightningStore(LightningStore):
         claimed = await self._dequeue(1, worker_id)
         return claimed[0] if claimed else None
 
-    async def dequeue_many_rollouts(self, *, limit: int = 1, worker_id: str | None = None) -> Sequence[AttemptedRollout]:
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in one statement (see `LightningStore.dequeue_many_rollouts`)."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
@@ -220,13 +229,17 @@ class PostgresLightningStore(LightningStore):
             return []
         token = ops.new_token()
         now = self.clock()
-        return await self._run(lambda conn, retrying: ops.dequeue(conn, limit, worker, token, now, retrying), True)
+        return await self._run(
+            lambda conn, retrying: ops.dequeue(conn, limit, worker, token, now, retrying), True
+        )
 
     async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
         check_id("rollout_id", rollout_id)
         worker = logic.check_optional_str("worker_id", worker_id)
-        return await self._run(lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, self.clock()), True)
+        return await self._run(
+            lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, self.clock()), True
+        )
 
     async def query_rollouts(
         self,
@@ -245,11 +258,15 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.query_rollouts`."""
         statuses, ids = logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
         normalized = logic.rollout_query_filter(
-            status_in=statuses, rollout_id_in=ids, rollout_id_contains=rollout_id_contains, filter_logic=filter_logic
+            status_in=statuses,
+            rollout_id_in=ids,
+            rollout_id_contains=rollout_id_contains,
+            filter_logic=filter_logic,
         )
         _check_page(sort_by, sort_order, limit, offset, Rollout)
         return await self._run(
-            lambda conn, retrying: reads.query_rollouts(conn, normalized, sort_by, sort_order, limit, offset), True
+            lambda conn, retrying: reads.query_rollouts(conn, normalized, sort_by, sort_order, limit, offset),
+            True,
         )
 
     async def query_attempts(
@@ -265,7 +282,8 @@ class PostgresLightningStore(LightningStore):
         check_id("rollout_id", rollout_id)
         _check_page(sort_by, sort_order, limit, offset, Attempt)
         return await self._run(
-            lambda conn, retrying: reads.query_attempts(conn, rollout_id, sort_by, sort_order, limit, offset), True
+            lambda conn, retrying: reads.query_attempts(conn, rollout_id, sort_by, sort_order, limit, offset),
+            True,
         )
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
@@ -331,7 +349,9 @@ class PostgresLightningStore(LightningStore):
             True,
         )
 
-    async def wait_for_rollouts(self, *, rollout_ids: list[str], timeout: float | None = None) -> list[Rollout]:
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
         """See `LightningStore.wait_for_rollouts`.
 
         Woken by ``LISTEN agl_finished`` (sent by a trigger when any client finishes a rollout), with a
@@ -351,10 +371,8 @@ class PostgresLightningStore(LightningStore):
                 if len(finished) == len(found) or (remaining is not None and remaining <= 0):
                     return [finished[rid] for rid in ids if rid in finished]
                 pause = interval if remaining is None else min(interval, remaining)
-                try:
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(wake), pause)
-                except asyncio.TimeoutError:
-                    pass
             finally:
                 self._db.discard_waiter(wake)
             interval = min(interval * 2, _POLL_MAX)
@@ -365,24 +383,32 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.add_span`."""
         checked = logic.validate_span(span)
         data = _span_json(checked)
-        return await self._run(lambda conn, retrying: spans.add_span(conn, checked, data, self.clock(), retrying))
+        return await self._run(
+            lambda conn, retrying: spans.add_span(conn, checked, data, self.clock(), retrying)
+        )
 
     async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
         """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
         if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
-            raise InvalidSpanError(f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}.")
+            raise InvalidSpanError(
+                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
+            )
         checked = [logic.validate_span(span) for span in spans_]
         if not checked:
             return []
         datas = [_span_json(span) for span in checked]
-        return await self._run(lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying))
+        return await self._run(
+            lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
+        )
 
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """See `LightningStore.get_next_span_sequence_id`."""
         check_id("rollout_id", rollout_id)
         return await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))
 
-    async def get_many_span_sequence_ids(self, rollout_attempt_ids: Sequence[tuple[str, str]]) -> Sequence[int]:
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
         """Issue one sequence id per pair in one statement (see `LightningStore`)."""
         rollout_ids: list[str] = []
         for pair in rollout_attempt_ids:
@@ -416,7 +442,16 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.query_spans`."""
         check_id("rollout_id", rollout_id)
         cache = self._span_cache
-        filters = (trace_id, trace_id_contains, span_id, span_id_contains, parent_id, parent_id_contains, name, name_contains)
+        filters = (
+            trace_id,
+            trace_id_contains,
+            span_id,
+            span_id_contains,
+            parent_id,
+            parent_id_contains,
+            name,
+            name_contains,
+        )
         if (
             attempt_id is None
             and sort_by == "sequence_id"
@@ -457,7 +492,9 @@ class PostgresLightningStore(LightningStore):
         encoded = dump_resources(resources_)
         resources_id = logic.new_resources_id()
         return await self._run(
-            lambda conn, retrying: resources.add_resources(conn, resources_id, encoded, self.clock(), retrying)
+            lambda conn, retrying: resources.add_resources(
+                conn, resources_id, encoded, self.clock(), retrying
+            )
         )
 
     async def update_resources(self, resources_id: str, resources_: NamedResources) -> ResourcesUpdate:
@@ -488,10 +525,14 @@ class PostgresLightningStore(LightningStore):
         offset: int = 0,
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        normalized = logic.resources_query_filter(resources_id=resources_id, resources_id_contains=resources_id_contains)
+        normalized = logic.resources_query_filter(
+            resources_id=resources_id, resources_id_contains=resources_id_contains
+        )
         _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
         return await self._run(
-            lambda conn, retrying: resources.query_resources(conn, normalized, sort_by, sort_order, limit, offset)
+            lambda conn, retrying: resources.query_resources(
+                conn, normalized, sort_by, sort_order, limit, offset
+            )
         )
 
     # ------------------------------------------------------------------ workers
@@ -513,7 +554,8 @@ class PostgresLightningStore(LightningStore):
         )
         _check_page(sort_by, sort_order, limit, offset, Worker)
         return await self._run(
-            lambda conn, retrying: reads.query_workers(conn, normalized, sort_by, sort_order, limit, offset), True
+            lambda conn, retrying: reads.query_workers(conn, normalized, sort_by, sort_order, limit, offset),
+            True,
         )
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:

@@ -71,12 +71,15 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         ) from None
     if name == "schema" and not _SCHEMA_RE.match(result):
         raise InvalidRequestError(
-            f"schema must be a lower-case SQL name (letters, digits, underscores; at most 63), got {result!r}."
+            "schema must be a lower-case SQL name (letters, digits, underscores; at most 63), "
+            f"got {result!r}."
         )
     if kind is int and result < (0 if name == "pool_min_size" else 1):
         raise InvalidRequestError(f"Store option {name!r} ({source}) is too small: {result!r}.")
     if kind is float and not result > 0:
-        raise InvalidRequestError(f"Store option {name!r} ({source}) must be a number of seconds > 0, got {result!r}.")
+        raise InvalidRequestError(
+            f"Store option {name!r} ({source}) must be a number of seconds > 0, got {result!r}."
+        )
     return result
 
 
@@ -101,12 +104,15 @@ def parse_postgres_uri(uri: str, overrides: dict[str, Any] | None = None) -> Pos
             kept.append((key, value))
     for key, value in (overrides or {}).items():
         if key not in STORE_OPTIONS:
-            raise InvalidRequestError(f"Unknown PostgreSQL store option {key!r}; known: {', '.join(STORE_OPTIONS)}.")
+            raise InvalidRequestError(
+                f"Unknown PostgreSQL store option {key!r}; known: {', '.join(STORE_OPTIONS)}."
+            )
         if value is not None:
             options[key] = _coerce(key, value, "keyword argument")
     if options["pool_min_size"] > options["pool_max_size"]:
         raise InvalidRequestError(
-            f"pool_min_size ({options['pool_min_size']}) must not exceed pool_max_size ({options['pool_max_size']})."
+            f"pool_min_size ({options['pool_min_size']}) must not exceed "
+            f"pool_max_size ({options['pool_max_size']})."
         )
     dsn = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(kept), parts.fragment))
     return PostgresSettings(dsn=dsn, display_uri=redact(uri), options=options)

@@ -1,4 +1,4 @@
-"""Fixtures: a throwaway PostgreSQL cluster for the session (or ``AGL_TEST_POSTGRES_URI``), a schema per test."""
+"""Fixtures: a throwaway PostgreSQL cluster (or ``AGL_TEST_POSTGRES_URI``) and a schema per test."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-
-from tests.pg_cluster import PgCluster
+from agl_postgres.testing import PgCluster
 
 pytest_plugins = ["agl_core.testing"]
 

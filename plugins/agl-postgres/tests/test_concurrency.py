@@ -7,9 +7,9 @@ import time
 from collections import Counter
 
 import pytest
+from agl_postgres import PostgresLightningStore
 
 from agl_core.types import EnqueueRolloutRequest
-from agl_postgres import PostgresLightningStore
 from tests.race_worker import race_process
 
 pytestmark = pytest.mark.slow
@@ -35,7 +35,8 @@ async def test_processes_claim_each_rollout_exactly_once(postgres_uri: str, sche
         barrier = ctx.Barrier(WORKERS)
         results = ctx.Queue()
         processes = [
-            ctx.Process(target=race_process, args=(uri, f"proc-{i}", SPANS, barrier, results)) for i in range(WORKERS)
+            ctx.Process(target=race_process, args=(uri, f"proc-{i}", SPANS, barrier, results))
+            for i in range(WORKERS)
         ]
         for process in processes:
             process.start()
@@ -78,7 +79,9 @@ async def test_concurrent_watchdogs_flag_each_attempt_once(postgres_uri: str, sc
     stores = [PostgresLightningStore.from_uri(uri, clock=clock, scan_debounce_seconds=0) for _ in range(4)]
     try:
         config = RolloutConfig(timeout_seconds=5, max_attempts=2, retry_condition=["timeout"])
-        await stores[0].enqueue_many_rollouts([EnqueueRolloutRequest(input=i, config=config) for i in range(40)])
+        await stores[0].enqueue_many_rollouts(
+            [EnqueueRolloutRequest(input=i, config=config) for i in range(40)]
+        )
         claimed = await stores[0].dequeue_many_rollouts(limit=40, worker_id="w")
         assert len(claimed) == 40
         clock.advance(10)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from agl_postgres import PostgresLightningStore
 
 from agl_core.testing.store_conformance import StoreConformance, StoreFactory
-from agl_postgres import PostgresLightningStore
 
 
 class TestPostgresStore(StoreConformance):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from agl_postgres import PostgresLightningStore, StoreUnavailableError
+from agl_postgres.testing import PgCluster
 
 from agl_core.testing.store_conformance import make_span
-from agl_postgres import PostgresLightningStore, StoreUnavailableError
-from tests.pg_cluster import PgCluster
 
 pytestmark = pytest.mark.slow
 
@@ -31,7 +31,9 @@ async def _until(predicate: object, what: str, timeout: float = 120.0) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_server_restart_under_load_loses_nothing_acknowledged(pg_cluster: PgCluster, schema: str) -> None:
+async def test_server_restart_under_load_loses_nothing_acknowledged(
+    pg_cluster: PgCluster, schema: str
+) -> None:
     """Writers keep going through a server stop/start; every acknowledged rollout is stored exactly once."""
     store = PostgresLightningStore.from_uri(f"{pg_cluster.uri}?schema={schema}", retry_timeout=120)
     acked: list[tuple[int, str]] = []
@@ -63,7 +65,9 @@ async def test_server_restart_under_load_loses_nothing_acknowledged(pg_cluster: 
         assert len(inputs) == len(set(inputs)), "a retried enqueue was stored twice"
         ids = {r.rollout_id for r in stored}
         assert all(rid in ids for _, rid in acked), "an acknowledged rollout is missing"
-        assert not await store.query_rollouts(status_in=["preparing", "running"]), "a claim was lost in a retry"
+        assert not await store.query_rollouts(status_in=["preparing", "running"]), (
+            "a claim was lost in a retry"
+        )
     finally:
         stop.set()
         await store.close()
@@ -71,7 +75,7 @@ async def test_server_restart_under_load_loses_nothing_acknowledged(pg_cluster: 
 
 async def test_unreachable_server_raises_after_retry_timeout_without_password() -> None:
     """Nothing listening: the call fails within its retry budget, naming the server but not the password."""
-    from tests.pg_cluster import free_port
+    from agl_postgres.testing import free_port
 
     store = PostgresLightningStore(
         f"postgresql://agl:s3cret-pw@127.0.0.1:{free_port()}/agl", retry_timeout=0.5, connect_timeout=1

@@ -11,12 +11,12 @@ import urllib.request
 
 import asyncpg
 import pytest
+from agl_postgres import PostgresLightningStore, SchemaVersionError
+from agl_postgres.testing import free_port
 
 from agl_core.plugins import PluginManager
 from agl_core.store import InvalidRequestError, open_store
 from agl_core.testing import records_by_name, run_cli, use_plugin_manager
-from agl_postgres import PostgresLightningStore, SchemaVersionError
-from tests.pg_cluster import free_port
 
 
 def _manager() -> PluginManager:
@@ -32,7 +32,11 @@ def test_plugin_is_listed_ok_with_both_schemes() -> None:
     record = records_by_name(result.json())["postgres"]
     assert (record["status"], record["distribution"], record["version"]) == ("ok", "agl-postgres", "0.4.0")
     (store,) = [p for p in record["provides"] if p["kind"] == "store"]
-    assert (store["name"], store["schemes"], store["available"]) == ("postgres", ["postgresql", "postgres"], True)
+    assert (store["name"], store["schemes"], store["available"]) == (
+        "postgres",
+        ["postgresql", "postgres"],
+        True,
+    )
 
 
 def test_hooks_do_not_import_the_driver() -> None:
@@ -41,20 +45,33 @@ def test_hooks_do_not_import_the_driver() -> None:
         "import sys; from agl_core.plugins import PluginManager; m = PluginManager(strict=True); "
         "m.load_entrypoints(); print('asyncpg' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
 def test_uri_options_and_keyword_arguments() -> None:
     """Both schemes open the store; pool and timeout options come from the query, keywords win."""
     with use_plugin_manager(_manager()):
-        store = open_store("postgresql://u:pw1@db:5432/agl?schema=exp7&pool_max_size=4&command_timeout=9&sslmode=disable")
+        store = open_store(
+            "postgresql://u:pw1@db:5432/agl?schema=exp7&pool_max_size=4&command_timeout=9&sslmode=disable"
+        )
         assert isinstance(store, PostgresLightningStore)
-        assert (store.schema, store.options["pool_max_size"], store.options["command_timeout"]) == ("exp7", 4, 9.0)
+        assert (store.schema, store.options["pool_max_size"], store.options["command_timeout"]) == (
+            "exp7",
+            4,
+            9.0,
+        )
         assert "pw1" not in repr(store) and "pw1" not in store.uri
         other = open_store("postgres://u@db/agl?pool_max_size=4", pool_max_size=20, schema="b")
         assert (other.options["pool_max_size"], other.schema) == (20, "b")  # type: ignore[attr-defined]
-    for bad in ("?pool_max_size=zero", "?schema=Bad-Name", "?pool_min_size=5&pool_max_size=2", "?retry_timeout=-1"):
+    for bad in (
+        "?pool_max_size=zero",
+        "?schema=Bad-Name",
+        "?pool_min_size=5&pool_max_size=2",
+        "?retry_timeout=-1",
+    ):
         with pytest.raises(InvalidRequestError) as info:
             PostgresLightningStore(f"postgresql://u:pw2@db/agl{bad}")
         assert "pw2" not in str(info.value)
@@ -102,12 +119,14 @@ async def test_migrate_command_dry_run_then_apply(postgres_uri: str, schema: str
 
 
 async def test_hot_queries_use_indexes(postgres_uri: str, schema: str) -> None:
-    """EXPLAIN of every hot query (sequential scans off, as on a big table) shows an index, never a Seq Scan."""
+    """EXPLAIN of every hot query (seq scans off, as on a big table) shows an index, no Seq Scan."""
     from agl_postgres import ops, reads, spans
 
     store = PostgresLightningStore(postgres_uri, schema=schema)
     await store.get_latest_resources()  # migrates
-    conn = await asyncpg.connect(postgres_uri, server_settings={"search_path": schema, "enable_seqscan": "off"})
+    conn = await asyncpg.connect(
+        postgres_uri, server_settings={"search_path": schema, "enable_seqscan": "off"}
+    )
     try:
         hot = {
             "queue head (claim)": (ops._CLAIM, 1, ["at-1"], 0.0, None, "t"),
@@ -115,7 +134,10 @@ async def test_hot_queries_use_indexes(postgres_uri: str, schema: str) -> None:
             "attempt state": (ops._ATTEMPT_STATE, "ro-1", None),
             "watchdog": (ops._UNHEALTHY, 0.0),
             "span state": (spans._SPAN_STATE, "ro-1", "at-1", "s"),
-            "rollout spans": ("SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", "r"),
+            "rollout spans": (
+                "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord",
+                "r",
+            ),
             "sequence id": (spans._NEXT_ID, "ro-1"),
             "rollout by id": (reads._WITH_LATEST + " WHERE r.rollout_id = $1::text", "ro-1"),
             "worker by id": ("SELECT * FROM workers WHERE worker_id = $1::text", "w"),
@@ -134,8 +156,19 @@ def test_agl_store_serve_on_postgres(postgres_uri: str, schema: str) -> None:
     """`agl store serve --store postgresql://...` serves the store over HTTP."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "agl_core.cli", "store", "serve", "--store", f"{postgres_uri}?schema={schema}",
-         "--host", "127.0.0.1", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "agl_core.cli",
+            "store",
+            "serve",
+            "--store",
+            f"{postgres_uri}?schema={schema}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ, "AGL_PLUGINS_STRICT": "1"},

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for the tests: ``initdb`` in a temporary directory, a free port.
+"""A throwaway PostgreSQL cluster for tests and benchmarks: ``initdb`` in a temporary directory, a free port.
 
 PostgreSQL refuses to run as root, and CI runs as root: then the cluster belongs to the ``postgres``
 system user (or ``nobody`` when there is none) and every server command runs through ``runuser``.
@@ -8,6 +8,7 @@ reconnects.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -38,13 +39,17 @@ def _server_user() -> str | None:
         except KeyError:
             continue
         return name
-    raise RuntimeError("Running as root, and neither a 'postgres' nor a 'nobody' user exists to own the cluster.")
+    raise RuntimeError(
+        "Running as root, and neither a 'postgres' nor a 'nobody' user exists to own the cluster."
+    )
 
 
 class PgCluster:
     """One private PostgreSQL cluster listening on 127.0.0.1 at a port picked at run time."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
+        """False turns ``fsync`` off (fast throwaway test clusters); True keeps PostgreSQL's defaults."""
         self.user = _server_user()
         self.root = Path(tempfile.mkdtemp(prefix="agl-pg-"))
         self.data = self.root / "data"
@@ -58,7 +63,9 @@ class PgCluster:
         done = subprocess.run(command, capture_output=True, text=True, timeout=_TIMEOUT, check=False)
         if done.returncode != 0:
             log = self.log.read_text() if self.log.exists() else ""
-            raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr}{done.stdout}{log}")
+            raise RuntimeError(
+                f"{' '.join(argv)} failed ({done.returncode}): {done.stderr}{done.stdout}{log}"
+            )
         return done
 
     def init(self) -> PgCluster:
@@ -72,10 +79,12 @@ class PgCluster:
     def start(self) -> PgCluster:
         """Start the server and wait until it accepts connections."""
         options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c max_connections=300 -c shared_buffers=64MB"
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            "-c max_connections=300 -c shared_buffers=64MB" + ("" if self.durable else " -c fsync=off")
         )
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "-t", "60", "start"
+        )
         return self
 
     def stop(self, mode: str = "fast") -> None:
@@ -85,8 +94,6 @@ class PgCluster:
     def destroy(self) -> None:
         """Stop the server if it runs and delete the cluster."""
         if (self.data / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(RuntimeError):
                 self.stop("immediate")
-            except RuntimeError:
-                pass
         shutil.rmtree(self.root, ignore_errors=True)
