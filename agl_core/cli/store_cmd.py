@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from agl_core.cli.store_inspect import add_inspection_commands
+
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
 
 DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
@@ -23,6 +25,9 @@ DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 @click.group(name="store")
 def store_group() -> None:
     """Run and inspect the LightningStore server."""
+
+
+add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
 
 
 @store_group.command(name="serve")

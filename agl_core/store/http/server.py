@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.http.errors import error_payload, status_for_exception
 from agl_core.store.http.handlers import StoreApi, json_response
@@ -130,6 +131,7 @@ class LightningStoreServer:
         app = web.Application(client_max_size=self.max_body_bytes)
         for route in ROUTES:
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
+        add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         if self._cors_origins is not None:
             app.on_response_prepare.append(self._add_cors_headers)
