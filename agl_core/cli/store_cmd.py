@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from agl_core.cli.legacy_cmds import legacy_store_options, run_legacy_store
+from agl_core.cli.store_inspect import add_inspection_commands
 
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
 
@@ -32,6 +33,9 @@ def store_group(ctx: click.Context, **legacy_options: Any) -> None:
     """
     if ctx.invoked_subcommand is None:
         run_legacy_store(ctx, **legacy_options)
+
+
+add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
 
 
 @store_group.command(name="serve")

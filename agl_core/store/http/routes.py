@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agl_core.adapter.doctor import DoctorReport
 from agl_core.store.http import models as m
 from agl_core.types import Attempt, NamedResources, PaginatedResult, ResourcesUpdate, Rollout, Span, Worker
 
@@ -189,6 +190,14 @@ ROUTES: tuple[Route, ...] = (
         body=m.UpdateAttemptBody,
         response=Attempt,
         mutating=True,
+    ),
+    _r(
+        "rollout_doctor",
+        "GET",
+        f"{P}/rollouts/{{rollout_id}}/doctor",
+        "What training data the rollout yields and each problem with a fix (agl doctor; read-only).",
+        query=m.DoctorQuery,
+        response=DoctorReport,
     ),
     _r(
         "wait_rollouts",

@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.store.http._legacy_options import legacy_server_options
@@ -153,6 +154,7 @@ class LightningStoreServer(DelegatingLightningStore):
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
             if route.method == "GET" and route.path.endswith("/health"):
                 app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+        add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         if self._cors_origins is not None:
             app.on_response_prepare.append(self._add_cors_headers)
