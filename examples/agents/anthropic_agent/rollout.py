@@ -1,30 +1,31 @@
 """The agl entry of the Anthropic SDK agent: run it unchanged on the task, reward its answer.
 
 The Anthropic client appends ``/v1/messages`` to its base URL, so the ``/v1`` that agl endpoints end in is
-dropped. On the tracer path the Messages calls are captured by OpenInference's Anthropic instrumentation
-(agl's own instrumentation covers the ``openai`` client): call :func:`instrument` once per process.
+dropped. Tracer path: the SDK traces its own calls with OpenTelemetry (span ``anthropic.messages.create``,
+GenAI attributes) through the global provider agl bridges; :func:`instrument` asks it to record the
+messages too (``ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE=content``, read when a client is created).
 """
 
 from __future__ import annotations
+
+import os
 
 from math_tasks import MathTask, reward
 
 import agl_core as agl
 from anthropic_agent.agent import answer_question
 
+CONTENT_MODE_ENV = "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE"
+
 
 def instrument() -> None:
-    """Trace Anthropic SDK calls as OpenTelemetry spans (OpenInference); agl's tracer collects them."""
-    from openinference.instrumentation.anthropic import AnthropicInstrumentor
-
-    AnthropicInstrumentor().instrument()
+    """Have Anthropic clients created from now on record prompts and replies on their spans."""
+    os.environ[CONTENT_MODE_ENV] = "content"
 
 
 def uninstrument() -> None:
-    """Undo :func:`instrument`."""
-    from openinference.instrumentation.anthropic import AnthropicInstrumentor
-
-    AnthropicInstrumentor().uninstrument()
+    """Undo :func:`instrument` (back to the SDK's default, metadata only)."""
+    os.environ.pop(CONTENT_MODE_ENV, None)
 
 
 @agl.rollout

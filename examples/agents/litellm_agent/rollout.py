@@ -19,3 +19,18 @@ def litellm_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=f"openai/{llm.model}", api_base=llm.endpoint, api_key=llm.api_key or "unused"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on LiteLLM's own OpenTelemetry callback; its spans go to the global provider agl bridges."""
+    import litellm
+
+    if "otel" not in litellm.callbacks:
+        litellm.callbacks.append("otel")
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    import litellm
+
+    litellm.callbacks[:] = [c for c in litellm.callbacks if c != "otel"]

@@ -1,14 +1,31 @@
-"""LiteLLM: the agent's ``litellm.completion`` loop, captured on both paths."""
+"""LiteLLM: the agent's ``litellm.completion`` loop, captured on both paths.
+
+Tracer path: LiteLLM's own OpenTelemetry callback (``litellm.callbacks = ["otel"]``), whose spans reach agl
+through the global provider. (LiteLLM posts to ``/chat/completions`` with the ``openai`` client's low-level
+``post``, which agl's ``openai`` instrumentation does not see.)
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
-from harness import CapturePath, check_run, run_agent
-from litellm_agent.rollout import litellm_rollout
+from harness import check_run, run_agent
+from litellm_agent import rollout
 
 from agl_core.testing.fake_openai import FakeOpenAIServer
 
 
-@pytest.mark.parametrize("path", ["tracer", "proxy"])
-def test_litellm_agent(fake_model: FakeOpenAIServer, path: CapturePath) -> None:
-    check_run(run_agent(litellm_rollout, fake_model, path))
+@pytest.fixture
+def litellm_otel() -> Iterator[None]:
+    rollout.instrument()
+    yield
+    rollout.uninstrument()
+
+
+def test_litellm_agent_tracer(fake_model: FakeOpenAIServer, litellm_otel: None) -> None:
+    check_run(run_agent(rollout.litellm_rollout, fake_model, "tracer"))
+
+
+def test_litellm_agent_proxy(fake_model: FakeOpenAIServer) -> None:
+    check_run(run_agent(rollout.litellm_rollout, fake_model, "proxy"))
