@@ -104,3 +104,18 @@ def agl_register_algorithms(registry: Registry[Any]) -> None:
         "agl_core.algorithm.baseline:Baseline",
         summary="Runs every sample once per epoch without training; the default of Trainer.dev()",
     )
+
+
+@hookimpl
+def agl_register_strategies(registry: Registry[Any]) -> None:
+    """Built-in execution strategies: threads of one process (shm) and client-server processes (cs)."""
+    registry.add(
+        "shm",
+        "agl_core.execution.shared_memory:SharedMemoryExecutionStrategy",
+        summary="Algorithm and runners as threads of one process sharing one store object",
+    )
+    registry.add(
+        "cs",
+        "agl_core.execution.client_server:ClientServerExecutionStrategy",
+        summary="The algorithm serves the store over HTTP; runners are processes (here or `agl runner`)",
+    )

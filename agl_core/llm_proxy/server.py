@@ -2,8 +2,10 @@
 
 Routes (each also without ``/v1``, and each also under ``/rollout/{rollout_id}/attempt/{attempt_id}``,
 the URL :meth:`agl_core.types.ProxyLLM.get_base_url` builds): ``POST /v1/chat/completions``,
-``POST /v1/completions``, ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends).
-Only requests under a rollout path are recorded.
+``POST /v1/completions``, ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic
+Messages), ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends). Responses and
+Messages requests are translated to chat completions (see :mod:`agl_core.llm_proxy.translated`). Only
+requests under a rollout path are recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from agl_core.llm_proxy.streaming import (
     synthesize_sse,
     write_quietly,
 )
+from agl_core.llm_proxy.translated import CLIENT_APIS, ClientApiSpec, answer_translated
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -92,6 +95,8 @@ class ProxyServer:
                 base = prefix + version
                 app.router.add_post(base + "/chat/completions", self._chat)
                 app.router.add_post(base + "/completions", self._completions)
+                app.router.add_post(base + "/responses", self._responses)
+                app.router.add_post(base + "/messages", self._messages)
                 app.router.add_get(base + "/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
@@ -115,18 +120,19 @@ class ProxyServer:
 
     async def _unknown(self, request: web.Request) -> web.Response:
         path = request.path.rstrip("/")
-        if path.endswith(("/chat/completions", "/completions", "/models")):
+        if path.endswith(("/chat/completions", "/completions", "/responses", "/messages", "/models")):
             return ProxyHTTPError(
                 405,
-                f"{request.method} is not allowed on {request.path}; use POST for completions and GET "
-                "for models.",
+                f"{request.method} is not allowed on {request.path}; use POST for completions, responses "
+                "and messages, and GET for models.",
                 type="invalid_request_error",
                 code="method_not_allowed",
             ).response()
         return ProxyHTTPError(
             404,
-            f"Unknown path {request.path!r}. The proxy serves /v1/chat/completions, /v1/completions and "
-            "/v1/models, also under /rollout/{rollout_id}/attempt/{attempt_id}.",
+            f"Unknown path {request.path!r}. The proxy serves /v1/chat/completions, /v1/completions, "
+            "/v1/responses, /v1/messages and /v1/models, also under "
+            "/rollout/{rollout_id}/attempt/{attempt_id}.",
             type="invalid_request_error",
             code="unknown_url",
         ).response()
@@ -138,16 +144,21 @@ class ProxyServer:
             return
         header = request.headers.get("Authorization", "")
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token):
+            return
+        key = request.headers.get("x-api-key")  # what Anthropic's SDK sends
+        if key is None or not hmac.compare_digest(key.strip().encode(), self._token):
             raise ProxyHTTPError(
                 401,
-                "Missing or wrong bearer token: this proxy requires `Authorization: Bearer <token>` "
-                "(set api_key=<token> on the OpenAI client).",
+                "Missing or wrong bearer token: this proxy requires `Authorization: Bearer <token>` or "
+                "`x-api-key: <token>` (set api_key=<token> on the OpenAI or Anthropic client).",
                 type="invalid_request_error",
                 code="invalid_api_key",
             )
 
-    async def _read_payload(self, request: web.Request, operation: Operation) -> tuple[dict[str, Any], bytes]:
+    async def _read_payload(
+        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+    ) -> tuple[dict[str, Any], bytes]:
         length = request.content_length
         if length is not None and length > self.max_request_bytes:
             raise self._request_too_large()
@@ -172,7 +183,9 @@ class ProxyServer:
         model = payload.get("model")
         if not isinstance(model, str) or not model:
             raise ProxyHTTPError(400, "'model' is required and must be a non-empty string.", param="model")
-        if operation == "chat":
+        if api is not None:
+            pass  # the translation checks the rest
+        elif operation == "chat":
             messages = payload.get("messages")
             if (
                 not isinstance(messages, list)
@@ -226,16 +239,28 @@ class ProxyServer:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "text_completion")
 
-    async def _handle(self, request: web.Request, operation: Operation) -> web.StreamResponse:
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat", CLIENT_APIS["responses"])
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat", CLIENT_APIS["messages"])
+
+    async def _handle(
+        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+    ) -> web.StreamResponse:
         self.stats.requests += 1
         start = time.time()
+        original: dict[str, Any] | None = None
         try:
             self._check_auth(request)
-            payload, raw = await self._read_payload(request, operation)
+            payload, raw = await self._read_payload(request, operation, api)
+            if api is not None:
+                original, payload = payload, api.to_chat(payload)
+                raw = _json.dumps(payload)
             pool = self._pool(payload["model"])
         except ProxyHTTPError as exc:
             self.stats.requests_failed += 1
-            return exc.response()
+            return exc.response() if api is None else api.error_response(exc)
         info = request.match_info
         rollout_id = info.get("rollout_id")
         if rollout_id is None or self._get_store() is None:
@@ -244,7 +269,7 @@ class ProxyServer:
                 logger.debug("Not recording a request of rollout %s: the proxy has no store", rollout_id)
             elif logger.isEnabledFor(logging.DEBUG):
                 logger.debug("Not recording %s: not under /rollout/{rid}/attempt/{aid}", request.path)
-            return await self._answer(request, operation, pool, payload, raw, None, None)
+            return await self._answer(request, operation, pool, payload, raw, None, None, api, original)
         attempt_id = info["attempt_id"]
         sequence = self.allocator.allocate(rollout_id, attempt_id)
         exchange = Exchange(
@@ -259,11 +284,14 @@ class ProxyServer:
             backend="",
             stream=payload.get("stream") is True,
             traceparent=request.headers.get("traceparent"),
+            client_api=api.name if api is not None else None,
         )
         self.recorder.reserve()
         submitted = False
         try:
-            response = await self._answer(request, operation, pool, payload, raw, exchange, sequence)
+            response = await self._answer(
+                request, operation, pool, payload, raw, exchange, sequence, api, original
+            )
             exchange.end_time = time.time()
             if not exchange.status:
                 exchange.status = response.status
@@ -286,23 +314,30 @@ class ProxyServer:
         raw: bytes,
         exchange: Exchange | None,
         sequence: asyncio.Future[int | None] | None,
+        api: ClientApiSpec | None = None,
+        original: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
         """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
         try:
-            if pool.in_process:
+            if api is not None and original is not None:
+                response = await answer_translated(
+                    request, api, self.ctx, pool, original, payload, raw, exchange
+                )
+            elif pool.in_process:
                 response = await answer_in_process(request, operation, pool, payload, exchange, self.timeout)
             elif payload.get("stream") is True and pool.streaming:
                 response = await self._http_stream(request, operation, pool, payload, raw, exchange, sequence)
             else:
                 response = await self._http_buffered(operation, pool, payload, raw, exchange)
         except ProxyHTTPError as exc:
-            response = exc.response()
+            response = exc.response() if api is None else api.error_response(exc)
             if exchange is not None:
                 exchange.status, exchange.error, exchange.error_type = exc.status, exc.message, exc.kind
         except Exception as exc:  # a bug in the proxy: answer 500 in OpenAI's shape and keep serving
             logger.exception("LLM proxy failed on a %s request", operation)
             message = f"The LLM proxy failed: {type(exc).__name__}: {exc}"
-            response = ProxyHTTPError(500, message, code="proxy_error").response()
+            failure = ProxyHTTPError(500, message, code="proxy_error")
+            response = failure.response() if api is None else api.error_response(failure)
             if exchange is not None:
                 exchange.status, exchange.error, exchange.error_type = 500, message, "proxy_error"
         if response.status >= 400:

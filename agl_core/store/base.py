@@ -257,9 +257,27 @@ class LightningStore(abc.ABC):
             "serve it with `agl store serve` and use the HTTP store instead."
         )
 
-    @abc.abstractmethod
     async def statistics(self) -> LightningStoreStatistics:
-        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime."""
+        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime.
+
+        Not abstract (a store written for Agent Lightning 0.3, which had no `statistics`, still
+        instantiates): the default counts through the query methods, one `query_attempts` and one
+        `query_spans` per rollout. Backends override it with their own counters.
+        """
+        rollouts = await self.query_rollouts()
+        attempts = spans = 0
+        for rollout in rollouts:
+            attempts += len(await self.query_attempts(rollout.rollout_id))
+            spans += len(await self.query_spans(rollout.rollout_id))
+        return LightningStoreStatistics(
+            name=type(self).__name__,
+            total_rollouts=len(rollouts),
+            total_attempts=attempts,
+            total_spans=spans,
+            total_resources=len(await self.query_resources()),
+            total_workers=len(await self.query_workers()),
+            uptime=self._uptime() if hasattr(self, "_launch_time") else 0.0,
+        )
 
     # ------------------------------------------------------------------ rollouts and attempts
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
-from agl_core.execution import STRATEGIES, ClientServerExecutionStrategy, ExecutionStrategy
+from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
 from agl_core.tracer.base import Tracer
@@ -76,7 +76,8 @@ class Trainer:
         adapter: The adapter spec (turns spans into training data).
         store: The store spec.
         runner: The runner spec.
-        strategy: ``"shm"``, ``"cs"``, a dict, a class or an instance.
+        strategy: A registered name (``"shm"``, ``"cs"``, ``"ray"`` from agl-ray), a dict, a class or an
+            instance.
         port: Port of the client-server strategy's store server (0: any free port).
         algorithm: The algorithm spec (None: no algorithm).
         llm_proxy: An `LLMProxy` (or spec; it gets the store).
@@ -174,7 +175,7 @@ class Trainer:
             spec_name="strategy",
             default_factory=default,
             optional_defaults=defaults,
-            registry=STRATEGIES,
+            registry="strategy",
         )
         assert strategy is not None
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):

@@ -648,7 +648,7 @@ def test_contract_is_abstract_and_has_the_inventory_methods() -> None:
         "query_attempts", "get_rollout_by_id", "get_latest_attempt", "update_rollout", "update_attempt",
         "wait_for_rollouts", "add_span", "get_next_span_sequence_id", "query_spans", "add_resources",
         "update_resources", "get_resources_by_id", "get_latest_resources", "query_resources",
-        "query_workers", "get_worker_by_id", "update_worker", "statistics",
+        "query_workers", "get_worker_by_id", "update_worker",
     }  # fmt: skip
     assert set(LightningStore.__abstractmethods__) == expected
 

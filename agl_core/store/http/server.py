@@ -9,8 +9,9 @@ Differences from Agent Lightning 0.3 (inventory §2.6, quirk 1): store errors ar
 body (unknown id 404, bad argument 400, schema mismatch 422, oversized body 413) and only genuine
 server faults are 500, so clients never retry a caller's mistake; the server binds 127.0.0.1 by
 default and can require a bearer token; ``wait_for_rollouts`` long-polls on the server (one poll is
-capped at ``max_wait_seconds``); the server is not itself a store -- call the wrapped store in process
-or a `LightningStoreClient` elsewhere.
+capped at ``max_wait_seconds``). As in 0.3 the server is itself a `LightningStore`: calls on it go to
+the wrapped store (see `agl_core.store.delegating`), so it can be handed to an algorithm or
+``LLMProxy(store=server)``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 
 from agl_core.store.base import LightningStore
+from agl_core.store.delegating import DelegatingLightningStore
+from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.errors import error_payload, status_for_exception
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
@@ -48,7 +51,7 @@ def _path_regex(path: str) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\{\w+\\}", "[^/]+", re.escape(path)) + "$")
 
 
-class LightningStoreServer:
+class LightningStoreServer(DelegatingLightningStore):
     """An HTTP server exposing `store` under ``/v1/agl`` plus OTLP/HTTP traces at ``/v1/traces``.
 
     Use it in process (``await server.start()`` ... ``await server.stop()``, or `run_forever()`), or
@@ -66,13 +69,15 @@ class LightningStoreServer:
         max_wait_seconds: Cap of one ``wait_for_rollouts`` long poll.
         idempotency_entries: How many answers of mutating requests are kept for retried requests.
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
+        cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
+            arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
     """
 
     def __init__(
         self,
         store: LightningStore,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = 0,
         *,
         token: str | None = None,
         cors_origins: Sequence[str] | None = None,
@@ -80,7 +85,16 @@ class LightningStoreServer:
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         idempotency_entries: int = 10_000,
         shutdown_timeout: float = 10.0,
+        cors_allow_origins: Sequence[str] | str | None = None,
+        launch_mode: str | None = None,
+        launcher_args: object = None,
+        n_workers: int = 1,
+        tracker: object = None,
     ) -> None:
+        super().__init__()
+        port, cors_origins = legacy_server_options(
+            port, cors_origins, cors_allow_origins, launch_mode, launcher_args, n_workers, tracker
+        )
         if max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be > 0, got {max_body_bytes}.")
         if max_wait_seconds <= 0:
