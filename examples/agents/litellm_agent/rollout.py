@@ -22,15 +22,11 @@ def litellm_rollout(task: MathTask, llm: agl.LLM) -> float:
 
 
 def instrument() -> None:
-    """Turn on LiteLLM's own OpenTelemetry callback; its spans go to the global provider agl bridges."""
+    """Turn on LiteLLM's own OpenTelemetry callback for this process (LiteLLM keeps it once it has run).
+
+    Its spans go to the global tracer provider, which agl bridges into the current rollout.
+    """
     import litellm
 
     if "otel" not in litellm.callbacks:
         litellm.callbacks.append("otel")
-
-
-def uninstrument() -> None:
-    """Undo :func:`instrument`."""
-    import litellm
-
-    litellm.callbacks[:] = [c for c in litellm.callbacks if c != "otel"]

@@ -156,3 +156,36 @@ def _tool_names(tools: list[dict[str, Any]]) -> list[str]:
 
 def _names(record: RolloutRecord) -> list[str]:
     return [span.name for span in record.spans]
+
+
+def capture_summary(run: AgentRun) -> dict[str, Any]:
+    """What the first rollout's LLM records carry, per span name (for the docs' table)."""
+    from agl_core.adapter.genai import read_llm_call
+
+    record = run.records[0]
+    by_name: dict[str, dict[str, Any]] = {}
+    for span in record.spans:
+        call = read_llm_call(span)
+        if call is None:
+            continue
+        seen = by_name.setdefault(span.name, {"count": 0, "shape": call.shape})
+        seen["count"] += 1
+        fields = {
+            "prompt": bool(call.prompt_messages),
+            "completion": bool(call.completion_messages),
+            "tools": bool(call.tools),
+            "usage": call.usage.input_tokens is not None,
+            "response_id": bool(call.response_id),
+            "token_ids": bool(call.prompt_token_ids and call.response_token_ids),
+            "logprobs": bool(call.logprobs),
+        }
+        for key, present in fields.items():
+            seen[key] = seen.get(key, True) and present
+    return {
+        "path": run.path,
+        "model_calls_per_rollout": run.model_calls // len(run.tasks),
+        "triplets_per_rollout": len(record.triplets),
+        "llm_spans": by_name,
+        "doctor_ok": record.doctor.report.ok,
+        "doctor_problems": record.doctor.report.codes(),
+    }
