@@ -34,7 +34,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard
+test: venv test-core test-plugins test-demo test-dashboard test-agents
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -120,3 +120,16 @@ dashboard-screenshots: .venv-dashboard/.installed
 
 bench-dashboard: .venv-dashboard/.installed
 	.venv-dashboard/bin/python bench/dashboard_bench.py
+
+# --- examples/agents (issue 18): real agent frameworks (OpenAI Agents SDK, LangGraph, LiteLLM, Anthropic SDK,
+# AutoGen) driven offline through agl's tracer and proxy paths. Heavy and fast-moving, so their own venv;
+# versions are ranges in examples/agents/requirements.txt.
+.PHONY: test-agents
+.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt
+	$(PYTHON) -m venv .venv-agents
+	.venv-agents/bin/python -m pip install -q --upgrade pip
+	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
+	@touch $@
+
+test-agents: .venv-agents/.installed
+	.venv-agents/bin/python -m pytest -q examples/agents/tests
