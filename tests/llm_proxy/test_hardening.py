@@ -142,7 +142,6 @@ async def test_foreign_origins_and_unknown_host_names_are_refused(
             assert response.status == 200  # with a token, a rebinding page cannot get in: any name works
 
 
-@pytest.mark.slow
 async def test_abandoned_requests_are_cancelled_at_the_backend() -> None:
     async with FakeOpenAIServer(latency_s=120) as backend, LLMProxy({"m": backend.base_url}) as proxy:
         url = proxy.endpoint + "/chat/completions"
