@@ -12,7 +12,8 @@ const COLUMNS = [
 ];
 const PAGE_SIZES = [10, 25, 50, 100, 200];
 // Kept between visits of the view (module state), so going back to the list keeps the filters.
-const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "start_time", order: "desc",
+// sortBy "" keeps the store's own order (creation order, served from its primary key: fast on any size).
+const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "", order: "desc",
   offset: 0, limit: 50 };
 
 function inputText(input) {
@@ -26,6 +27,7 @@ function inputText(input) {
 
 export async function mount(container) {
   const summary = h("p", { class: "muted", id: "rollouts-summary" });
+  const orderNote = h("button", { type: "button", id: "newest-first", title: "Back to the store's order" }, "newest first");
   const tbody = h("tbody", {});
   const headRow = h("tr", {});
   const pageInfo = h("span", { class: "muted" });
@@ -72,12 +74,21 @@ export async function mount(container) {
         state.sortBy = key;
         for (const other of headRow.children) other.classList.remove("sorted", "asc", "desc");
         th.classList.add("sorted", state.order);
+        orderNote.disabled = false;
         load();
       });
     }
     headRow.appendChild(th);
   }
 
+  orderNote.disabled = !state.sortBy;
+  orderNote.addEventListener("click", () => {
+    state.sortBy = "";
+    state.order = "desc";
+    for (const other of headRow.children) other.classList.remove("sorted", "asc", "desc");
+    orderNote.disabled = true;
+    load();
+  });
   const prev = h("button", { type: "button", id: "prev" }, "← newer");
   const next = h("button", { type: "button", id: "next" }, "older →");
   prev.addEventListener("click", () => {
@@ -91,18 +102,29 @@ export async function mount(container) {
 
   replace(container,
     h("h1", {}, "Rollouts"), summary,
-    h("div", { class: "filters" }, statusSelect, modeSelect, idInput, inputInput, sizeSelect),
+    h("div", { class: "filters" }, statusSelect, modeSelect, idInput, inputInput, sizeSelect, orderNote),
     h("table", { id: "rollouts" }, h("thead", {}, headRow), tbody),
     h("div", { class: "pager" }, prev, pageInfo, next));
+
+  // Newest first in the store's own order: the store pages in creation order (its primary key, fast on
+  // any size), so take the slice at the end and reverse it. Any other order is the server's sort.
+  async function fetchPage(filters) {
+    if (state.sortBy) {
+      return get("/rollouts", { ...filters, sort_by: state.sortBy, sort_order: state.order, limit: state.limit,
+        offset: state.offset });
+    }
+    const { total } = await get("/rollouts", { ...filters, limit: 1 });
+    const end = Math.max(0, total - state.offset);
+    const start = Math.max(0, end - state.limit);
+    const slice = end > 0 ? await get("/rollouts", { ...filters, limit: end - start, offset: start }) : { items: [] };
+    return { items: slice.items.reverse(), total: Math.max(total, slice.total ?? 0) };
+  }
 
   let generation = 0;
   async function load() {
     const mine = ++generation;
-    const params = {
-      status_in: state.status, rollout_id_contains: state.idContains, sort_by: state.sortBy,
-      sort_order: state.order, limit: state.limit, offset: state.offset,
-    };
-    const [page, stats] = await Promise.all([get("/rollouts", params), get("/statistics")]);
+    const filters = { status_in: state.status, rollout_id_contains: state.idContains };
+    const [page, stats] = await Promise.all([fetchPage(filters), get("/statistics")]);
     if (mine !== generation) return;
     total = page.total;
     let rows = page.items;
@@ -116,6 +138,7 @@ export async function mount(container) {
     prev.disabled = state.offset === 0;
     next.disabled = state.offset + state.limit >= page.total;
     const cells = [];
+    tbody.dataset.state = "rewards-loading";
     replace(tbody, rows.map((r) => {
       const attempt = r.attempt || null;
       const end = r.end_time ?? (r.status === "running" || r.status === "preparing" ? Date.now() / 1000 : null);
@@ -137,6 +160,7 @@ export async function mount(container) {
     rewards.forEach((value, i) => {
       cells[i].textContent = fmtNumber(value);
     });
+    tbody.dataset.state = "complete"; // every cell filled (tests and the first-paint bench wait for this)
   }
 
   await load();

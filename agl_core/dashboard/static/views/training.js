@@ -36,7 +36,7 @@ export async function mount(container) {
 
   async function load() {
     const [stats, recent] = await Promise.all([get("/statistics"),
-      get("/rollouts", { sort_by: "start_time", sort_order: "desc", limit: SAMPLE })]);
+      get("/rollouts", { sort_order: "desc", limit: SAMPLE })]);
     const rollouts = recent.items;
     const rewards = await rewardsOf(rollouts);
     const finished = rollouts.filter((r) => r.end_time);
