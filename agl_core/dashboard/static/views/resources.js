@@ -1,6 +1,6 @@
 // Resources: every version, a side-by-side diff of two versions (prompt templates line by line), and
 // which recent rollouts used which version.
-import { get, getAll } from "../api.js";
+import { getAll, newestRollouts } from "../api.js";
 import { fmtTime, h, replace, routeLink } from "../dom.js";
 
 const RECENT = 1000;
@@ -48,7 +48,7 @@ function renderDiff(older, newer) {
 
 export async function mount(container) {
   const versions = await getAll("/resources", { sort_by: "create_time", sort_order: "asc" }, 200);
-  const recent = await get("/rollouts", { sort_order: "desc", limit: RECENT });
+  const recent = await newestRollouts({}, RECENT);
   const used = new Map();
   for (const r of recent.items) {
     const key = r.resources_id ?? "(none)";

@@ -1,5 +1,5 @@
 // Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/id filters, sorting, paging).
-import { get } from "../api.js";
+import { get, newestRollouts } from "../api.js";
 import { badge, fmtDuration, fmtNumber, fmtTime, h, replace, routeLink } from "../dom.js";
 import { rewardsOf } from "../rewards.js";
 
@@ -106,18 +106,11 @@ export async function mount(container) {
     h("table", { id: "rollouts" }, h("thead", {}, headRow), tbody),
     h("div", { class: "pager" }, prev, pageInfo, next));
 
-  // Newest first in the store's own order: the store pages in creation order (its primary key, fast on
-  // any size), so take the slice at the end and reverse it. Any other order is the server's sort.
+  // Newest first unless a column is sorted (then the server sorts).
   async function fetchPage(filters) {
-    if (state.sortBy) {
-      return get("/rollouts", { ...filters, sort_by: state.sortBy, sort_order: state.order, limit: state.limit,
-        offset: state.offset });
-    }
-    const { total } = await get("/rollouts", { ...filters, limit: 1 });
-    const end = Math.max(0, total - state.offset);
-    const start = Math.max(0, end - state.limit);
-    const slice = end > 0 ? await get("/rollouts", { ...filters, limit: end - start, offset: start }) : { items: [] };
-    return { items: slice.items.reverse(), total: Math.max(total, slice.total ?? 0) };
+    if (!state.sortBy) return newestRollouts(filters, state.limit, state.offset);
+    return get("/rollouts", { ...filters, sort_by: state.sortBy, sort_order: state.order, limit: state.limit,
+      offset: state.offset });
   }
 
   let generation = 0;
