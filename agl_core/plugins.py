@@ -5,6 +5,12 @@ asked to register on its own: a plugin that fails to import, uses an unknown hoo
 raises while registering, or claims a name another plugin owns is rolled back and recorded with
 the stage where it failed. The core and every other plugin keep working.
 
+Third-party plugins are imported only when a call needs them: the process-wide manager registers
+the core's built-ins at once and loads entry points on the first lookup the built-ins cannot answer
+(an unknown name or scheme, a listing of every component, an unknown ``agl`` subcommand). A plugin
+that raises any exception at import or registration -- ``SystemExit`` and other ``BaseException`` subclass
+included -- is isolated and reported; only a real Ctrl-C (SIGINT) still interrupts.
+
 Environment switches:
 
 * ``AGL_PLUGINS_STRICT=1``: raise :class:`~agl_core.errors.PluginLoadError` instead of recording.
@@ -18,9 +24,12 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+import signal
 import threading
+import time
 import traceback
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -29,7 +38,7 @@ import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_KINDS, Registry
+from agl_core.registry import COMPONENT_KINDS, Registry, kind_plural
 
 if TYPE_CHECKING:
     import click
@@ -43,7 +52,7 @@ LOAD_ENV = "AGL_LOAD_PLUGINS"
 
 PluginStatus = Literal["ok", "failed", "disabled"]
 
-_REGISTER_HOOKS: dict[str, str] = {f"agl_register_{kind}s": kind for kind in COMPONENT_KINDS}
+_REGISTER_HOOKS: dict[str, str] = {f"agl_register_{kind_plural(kind)}": kind for kind in COMPONENT_KINDS}
 _KNOWN_HOOKS = (*_REGISTER_HOOKS, "agl_register_commands")
 
 
@@ -84,6 +93,8 @@ class PluginRecord:
     commands: list[str] = field(default_factory=list)
     error: PluginFailure | None = None
     disabled_reason: str | None = None
+    load_seconds: float | None = None
+    """Seconds spent importing and registering the plugin (None: not loaded)."""
 
 
 def _env_list(value: str) -> list[str]:
@@ -103,6 +114,48 @@ def _install_hint(exc: BaseException, distribution: str | None) -> str | None:
             parts.append(f"or reinstall {distribution}")
         return " ".join(parts) + "; run with AGL_PLUGINS_STRICT=1 for the traceback"
     return "run with AGL_PLUGINS_STRICT=1 for the traceback"
+
+
+class _SigintWatch:
+    """Tells a real Ctrl-C apart from a ``KeyboardInterrupt`` a plugin raised itself."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        """Note SIGINTs delivered inside the block (main thread only; elsewhere none can arrive)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        try:
+            previous = signal.getsignal(signal.SIGINT)
+        except ValueError:  # pragma: no cover - no signal support
+            yield
+            return
+
+        def note(signum: int, frame: Any) -> None:
+            self.received = True
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                raise KeyboardInterrupt
+
+        try:
+            signal.signal(signal.SIGINT, note)
+        except ValueError:  # pragma: no cover - not the main interpreter
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _reraise_if_interrupt(exc: BaseException, watch: _SigintWatch) -> None:
+    """Re-raise ``exc`` when it is a real Ctrl-C; a plugin's own ``BaseException`` is isolated."""
+    if isinstance(exc, KeyboardInterrupt) and watch.received:
+        raise exc
 
 
 class _AglPluggyManager(pluggy.PluginManager):
@@ -128,17 +181,24 @@ class PluginManager:
     Args:
         strict: raise on the first plugin failure (default: ``AGL_PLUGINS_STRICT``).
         builtins: register the core's built-in components (memory/SQLite stores, ...).
+        autoload: load the installed entry points the first time a lookup misses (what the
+            process-wide manager does); otherwise only :meth:`load_entrypoints` loads them.
     """
 
-    def __init__(self, *, strict: bool | None = None, builtins: bool = True) -> None:
+    def __init__(self, *, strict: bool | None = None, builtins: bool = True, autoload: bool = False) -> None:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
         self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self._registries: dict[str, Registry[Any]] = {
-            kind: Registry(kind, hint=self._failure_hint) for kind in COMPONENT_KINDS
+            kind: Registry(kind, hint=self._failure_hint, on_miss=self.ensure_entrypoints)
+            for kind in COMPONENT_KINDS
         }
         self._records: dict[str, PluginRecord] = {}
         self._lock = threading.RLock()
+        self._autoload = autoload
+        self._entrypoints_loaded = False
+        self._commands_added: set[str] = set()
+        self._sigint = _SigintWatch()
         if builtins:
             from agl_core import __version__, _builtins
 
@@ -202,20 +262,29 @@ class PluginManager:
             record = PluginRecord(name=name, distribution=distribution, version=version, builtin=builtin)
             self._records[name] = record
             stage = "validate"
+            started = time.perf_counter()
             try:
-                self._check_hook_names(plugin, name)
-                self._pm.register(plugin, name=name)
-                record.hooks = sorted(hc.name for hc in self._pm.get_hookcallers(plugin) or [])
-                for hook_name, kind in _REGISTER_HOOKS.items():
-                    if hook_name in record.hooks:
-                        stage = hook_name
-                        self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
-            except Exception as exc:
+                with self._sigint.watching():
+                    self._check_hook_names(plugin, name)
+                    self._pm.register(plugin, name=name)
+                    record.hooks = sorted(hc.name for hc in self._pm.get_hookcallers(plugin) or [])
+                    for hook_name, kind in _REGISTER_HOOKS.items():
+                        if hook_name in record.hooks:
+                            stage = hook_name
+                            self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
+            except BaseException as exc:
+                _reraise_if_interrupt(exc, self._sigint)
                 self._fail(record, plugin, stage, exc)
+            record.load_seconds = (record.load_seconds or 0.0) + time.perf_counter() - started
             return record
 
     def load_entrypoints(self, entry_points: Iterable[EntryPointLike] | None = None) -> list[PluginRecord]:
-        """Load third-party plugins from entry points (group ``agl``), honouring the env switches."""
+        """Load third-party plugins from entry points (group ``agl``), honouring the env switches.
+
+        Each plugin is imported and registered on its own; one that raises (``SystemExit`` and
+        other ``BaseException`` subclasses included, but not a real Ctrl-C) is recorded as failed.
+        """
+        self._entrypoints_loaded = True
         if entry_points is None:
             from importlib.metadata import entry_points as _eps
 
@@ -249,28 +318,56 @@ class PluginManager:
                 self._records[ep.name] = record
                 loaded.append(record)
                 continue
+            started = time.perf_counter()
             try:
-                module = ep.load()
-            except Exception as exc:
+                with self._sigint.watching():
+                    module = ep.load()
+            except BaseException as exc:
+                _reraise_if_interrupt(exc, self._sigint)
                 record = PluginRecord(name=ep.name, distribution=dist_name, version=dist_version)
+                record.load_seconds = time.perf_counter() - started
                 self._records[ep.name] = record
                 self._fail(record, None, "import", exc)
                 loaded.append(record)
                 continue
-            loaded.append(self.register(module, name=ep.name, distribution=dist_name, version=dist_version))
+            imported = time.perf_counter() - started
+            record = self.register(module, name=ep.name, distribution=dist_name, version=dist_version)
+            record.load_seconds = (record.load_seconds or 0.0) + imported
+            loaded.append(record)
         for wanted in sorted((allowed or set()) - seen):
             logger.warning("agl: plugin %r from %s could not be found", wanted, LOAD_ENV)
         return loaded
 
-    def add_commands(self, cli: click.Group) -> None:
-        """Let every healthy plugin add its subcommands to ``cli``, one plugin at a time."""
+    def ensure_entrypoints(self) -> bool:
+        """Load the installed entry points once, if this manager autoloads; True if it loaded now."""
+        with self._lock:
+            if not self._autoload or self._entrypoints_loaded:
+                return False
+            self.load_entrypoints()
+            return True
+
+    @property
+    def entrypoints_loaded(self) -> bool:
+        """Whether third-party entry points have been loaded (or loading was asked for)."""
+        return self._entrypoints_loaded
+
+    def add_commands(self, cli: click.Group, *, builtin_only: bool = False) -> None:
+        """Let every healthy plugin add its subcommands to ``cli``, one plugin at a time.
+
+        A plugin adds its commands once per manager; ``builtin_only`` skips third-party plugins.
+        """
         for record in self.records():
             if record.status != "ok" or "agl_register_commands" not in record.hooks:
                 continue
+            if (builtin_only and not record.builtin) or record.name in self._commands_added:
+                continue
+            self._commands_added.add(record.name)
             before = set(cli.commands)
             try:
-                self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
-            except Exception as exc:
+                with self._sigint.watching():
+                    self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
+            except BaseException as exc:
+                _reraise_if_interrupt(exc, self._sigint)
                 for added in set(cli.commands) - before:
                     cli.commands.pop(added, None)
                 self._fail(record, self._pm.get_plugin(record.name), "agl_register_commands", exc)
@@ -286,6 +383,7 @@ class PluginManager:
             for registry in self._registries.values():
                 registry.remove_plugin(name)
             self._records.pop(name, None)
+            self._commands_added.discard(name)
 
     def failures(self) -> list[PluginRecord]:
         """Records of plugins that failed."""
@@ -366,14 +464,16 @@ _manager_lock = threading.Lock()
 
 
 def get_plugin_manager() -> PluginManager:
-    """The process-wide plugin manager, created (and entry points loaded) on first use."""
+    """The process-wide plugin manager, created on first use.
+
+    It holds the built-ins at once and imports third-party plugins only when a lookup needs them
+    (see :meth:`PluginManager.ensure_entrypoints`).
+    """
     global _manager
     if _manager is None:
         with _manager_lock:
             if _manager is None:
-                manager = PluginManager()
-                manager.load_entrypoints()
-                _manager = manager
+                _manager = PluginManager(autoload=True)
     return _manager
 
 

@@ -1,6 +1,7 @@
 """Registries: component name -> lazily imported implementation.
 
-There is one :class:`Registry` per component kind (algorithm, runner, tracer, adapter, store).
+There is one :class:`Registry` per component kind (algorithm, runner, tracer, adapter, store,
+strategy).
 Plugins fill them through the ``agl_register_*`` hooks; users pick implementations by name.
 A target is a ``"module:attr"`` string, imported only on first use, or a callable.
 """
@@ -26,8 +27,14 @@ from agl_core.errors import (
 
 T = TypeVar("T")
 
-COMPONENT_KINDS: tuple[str, ...] = ("algorithm", "runner", "tracer", "adapter", "store")
+COMPONENT_KINDS: tuple[str, ...] = ("algorithm", "runner", "tracer", "adapter", "store", "strategy")
 """The component kinds a plugin can register, one registry each."""
+
+
+def kind_plural(kind: str) -> str:
+    """The plural of a component kind (``"strategy"`` -> ``"strategies"``), as in hook names and messages."""
+    return f"{kind[:-1]}ies" if kind.endswith("y") else f"{kind}s"
+
 
 FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
     ("algorithm", "apo"): "agl-apo",
@@ -37,6 +44,7 @@ FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
     ("algorithm", "tinker"): "agl-tinker",
     ("store", "mongo"): "agl-mongo",
     ("tracer", "agentops"): "agl-agentops",
+    ("strategy", "ray"): "agl-ray",
 }
 """Names provided by first-party plugins, so a missing one gets an install hint."""
 
@@ -175,8 +183,10 @@ class Registry(Generic[T]):
         *,
         base: type | None = None,
         hint: Callable[[str, str], str | None] | None = None,
+        on_miss: Callable[[], bool] | None = None,
     ) -> None:
         self.kind = kind
+        self._on_miss = on_miss
         self.base = base
         self._entries: dict[str, RegistryEntry[T]] = {}
         self._aliases: dict[str, str] = {}
@@ -265,6 +275,16 @@ class Registry(Generic[T]):
         for scheme in entry.schemes:
             self._schemes[scheme] = name
 
+    def _load_more(self) -> bool:
+        """Ask the owner to load the plugins not loaded yet; True if it did (a lookup may retry)."""
+        return self._on_miss() if self._on_miss is not None else False
+
+    def _find(self, label: str) -> RegistryEntry[T] | None:
+        entry = self._owner_of(label)
+        if entry is None and self._load_more():
+            entry = self._owner_of(label)
+        return entry
+
     def _owner_of(self, label: str) -> RegistryEntry[T] | None:
         if label in self._entries:
             return self._entries[label]
@@ -284,7 +304,8 @@ class Registry(Generic[T]):
     # -- lookup ------------------------------------------------------------------------------
 
     def names(self) -> list[str]:
-        """Sorted registered names (aliases excluded)."""
+        """Sorted registered names (aliases excluded); loads pending plugins first."""
+        self._load_more()
         return sorted(self._entries)
 
     def entries(self) -> list[RegistryEntry[T]]:
@@ -292,7 +313,7 @@ class Registry(Generic[T]):
         return [self._entries[n] for n in self.names()]
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and self._owner_of(name) is not None
+        return isinstance(name, str) and self._find(name) is not None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -303,7 +324,7 @@ class Registry(Generic[T]):
         Raises:
             UnknownComponentError: with the known names, a close match and an install hint.
         """
-        entry = self._owner_of(name)
+        entry = self._find(name)
         if entry is None:
             raise UnknownComponentError(self._unknown_message(name))
         return entry
@@ -311,6 +332,8 @@ class Registry(Generic[T]):
     def scheme_entry(self, scheme: str) -> RegistryEntry[T]:
         """The store entry that opens URIs with ``scheme``."""
         scheme = scheme.lower()
+        if scheme not in self._schemes:
+            self._load_more()
         if scheme not in self._schemes:
             known = ", ".join(f"{s}:" for s in sorted(self._schemes)) or "none"
             message = f"No store opens URIs with scheme {scheme!r}. Known schemes: {known}."
@@ -321,12 +344,14 @@ class Registry(Generic[T]):
         return self._entries[self._schemes[scheme]]
 
     def schemes(self) -> dict[str, str]:
-        """Mapping of URI scheme to store name."""
+        """Mapping of URI scheme to store name; loads pending plugins first."""
+        self._load_more()
         return dict(self._schemes)
 
     def _unknown_message(self, name: str) -> str:
         known = self.names()
-        message = f"Unknown {self.kind} {name!r}. Registered {self.kind}s: {', '.join(known) or 'none'}."
+        registered = ", ".join(known) or "none"
+        message = f"Unknown {self.kind} {name!r}. Registered {kind_plural(self.kind)}: {registered}."
         close = difflib.get_close_matches(name, known + list(self._aliases), n=1)
         if close:
             message += f" Did you mean {close[0]!r}?"
@@ -415,6 +440,17 @@ class Registry(Generic[T]):
         if entry is not None:
             return entry.load(), None
         scheme, sep, _ = spec.partition(":")
+        if sep and scheme.lower() in self._schemes:
+            return self._entries[self._schemes[scheme.lower()]].load(), spec
+        if _TARGET_RE.match(spec):
+            try:
+                return import_target(spec), None
+            except (ImportError, AttributeError) as exc:
+                raise ComponentSpecError(f"Cannot import {self.kind} {spec!r}: {exc}") from exc
+        self._load_more()
+        entry = self._owner_of(spec)
+        if entry is not None:
+            return entry.load(), None
         if sep and self._schemes and scheme.lower() in self._schemes:
             return self._entries[self._schemes[scheme.lower()]].load(), spec
         if _TARGET_RE.match(spec):

@@ -26,7 +26,28 @@ def plugin_record_json(manager: PluginManager, record: PluginRecord) -> dict[str
         "provides": manager.provides(record.name),
         "error": record.error.to_json() if record.error else None,
         "disabled_reason": record.disabled_reason,
+        "load_seconds": None if record.load_seconds is None else round(record.load_seconds, 4),
     }
+
+
+def _load_all(ctx: click.Context) -> PluginManager:
+    """Load every installed plugin (and its commands) before listing or checking them."""
+    root = ctx.find_root().command
+    loader = getattr(root, "load_plugin_commands", None)
+    manager: PluginManager = ctx.obj
+    if callable(loader):
+        loader()
+    else:
+        manager.ensure_entrypoints()
+    return manager
+
+
+def _load_time(record: PluginRecord) -> str:
+    if record.load_seconds is None:
+        return "-"
+    return (
+        f"{record.load_seconds * 1000:.0f} ms" if record.load_seconds < 1 else f"{record.load_seconds:.1f} s"
+    )
 
 
 def _provides_text(items: list[dict[str, Any]]) -> str:
@@ -60,9 +81,10 @@ def plugins_group() -> None:
 @plugins_group.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON records (schema in docs/plugins.md).")
 @click.option("--all", "show_all", is_flag=True, help="Include the core's built-in components.")
-@click.pass_obj
-def list_plugins(manager: PluginManager, as_json: bool, show_all: bool) -> None:
-    """List plugins: name, distribution, version, status and what each provides."""
+@click.pass_context
+def list_plugins(ctx: click.Context, as_json: bool, show_all: bool) -> None:
+    """List plugins: name, distribution, version, status, load time and what each provides."""
+    manager = _load_all(ctx)
     records = [r for r in manager.records() if show_all or not r.builtin]
     if as_json:
         click.echo(json.dumps([plugin_record_json(manager, r) for r in records], indent=2))
@@ -70,7 +92,7 @@ def list_plugins(manager: PluginManager, as_json: bool, show_all: bool) -> None:
     if not records:
         click.echo("No agl plugins installed. (Use --all to see the core's built-in components.)")
         return
-    rows = [["Name", "Distribution", "Version", "Status", "Provides"]]
+    rows = [["Name", "Distribution", "Version", "Status", "Load", "Provides"]]
     for r in records:
         status = r.status if r.status != "disabled" else f"disabled ({r.disabled_reason})"
         rows.append(
@@ -79,6 +101,7 @@ def list_plugins(manager: PluginManager, as_json: bool, show_all: bool) -> None:
                 r.distribution or "-",
                 r.version or "-",
                 status,
+                _load_time(r),
                 _provides_text(manager.provides(r.name)),
             ]
         )
@@ -118,9 +141,10 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
 
 
 @plugins_group.command(name="check")
-@click.pass_obj
-def check_plugins(manager: PluginManager) -> None:
+@click.pass_context
+def check_plugins(ctx: click.Context) -> None:
     """Exit with status 1 if any plugin failed or any requirement is missing (for CI)."""
+    manager = _load_all(ctx)
     records = manager.records()
     problems = _echo_problems(manager, records)
     ok = sum(1 for r in records if r.status == "ok")

@@ -19,6 +19,7 @@ RECORD_KEYS = {
     "provides",
     "error",
     "disabled_reason",
+    "load_seconds",
 }
 
 
@@ -93,7 +94,7 @@ def test_list_table_explains_failures() -> None:
     result = run_cli("plugins", "list", manager=_manager_with_plugins())
     assert result.exit_code == 0  # listing is a diagnostic
     lines = result.output.splitlines()
-    assert lines[0].split() == ["Name", "Distribution", "Version", "Status", "Provides"]
+    assert lines[0].split() == ["Name", "Distribution", "Version", "Status", "Load", "Provides"]
     assert any(line.startswith("shiny") and "algorithm:shiny" in line for line in lines)
     assert "1 plugin failed to load:" in result.output
     assert "verl (agl-verl 0.4.0) at import: ModuleNotFoundError" in result.output

@@ -137,5 +137,6 @@ def test_check_and_switches_against_installed_plugins(site_dir: Path) -> None:
     assert _agl(site_dir, "plugins", "check", AGL_DISABLE_PLUGINS="broken").returncode == 0
     assert _agl(site_dir, "plugins", "check", AGL_LOAD_PLUGINS="agl-hello").returncode == 0
     strict = _agl(site_dir, "plugins", "list", AGL_PLUGINS_STRICT="1")
-    assert strict.returncode != 0
-    assert "PluginLoadError" in strict.stderr and "broken" in strict.stderr
+    assert strict.returncode == 3  # ExitCode.BAD_INPUT, one line, no traceback
+    assert "agl plugin 'broken'" in strict.stderr and "failed at stage 'import'" in strict.stderr
+    assert "Traceback" not in strict.stderr

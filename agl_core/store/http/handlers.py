@@ -170,7 +170,14 @@ class StoreApi:
     # ------------------------------------------------------------------------------ meta
 
     async def root_health(self, request: web.Request) -> web.Response:
-        """``GET /health``."""
+        """``GET /health``: 200 ``{"status":"ok"}``, or 503 with the reason once the store is unusable.
+
+        A store reports a problem through an optional ``health_problem`` attribute (the SQLite store
+        does once it found its file damaged).
+        """
+        problem = getattr(self.store, "health_problem", None)
+        if problem:
+            return json_response({"status": "unhealthy", "reason": str(problem)}, 503)
         return web.Response(body=b'{"status":"ok"}', content_type=_JSON)
 
     health = root_health

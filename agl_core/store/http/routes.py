@@ -1,6 +1,7 @@
 """The route table of the store API: one place that the server, the OpenAPI document and the tests use.
 
-Paths and methods of ``/v1/agl/...`` are those of Agent Lightning 0.3 (inventory §2.6), so its clients
+Paths and methods of ``/v1/agl/...`` are those of Agent Lightning 0.3 (as in Agent Lightning 0.3), so its
+clients
 keep working; agl adds batch routes (``/spans/batch``, ``/spans/sequence-ids``), the OpenAPI
 document and a root ``/health``. The order matters: literal paths (``/rollouts/search``,
 ``/resources/latest``) come before the ``{id}`` paths they would otherwise be taken for.
