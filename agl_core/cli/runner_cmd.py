@@ -338,6 +338,9 @@ def runner_command(
 ) -> None:
     """Run agent runners against a store served elsewhere, until Ctrl-C."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from agl_core.store.uri import check_store_uri
+
+    check_store_uri(store_url)
     load_agent(agent_spec)  # fail fast, with a clear message, before starting anything
     options = _Options(store_url, agent_spec, tracer, max_rollouts, poll_interval, server_timeout, grace)
     first = os.getpid() if worker_id is None else worker_id

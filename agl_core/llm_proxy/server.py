@@ -31,7 +31,9 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
+from agl_core.llm_proxy.guard import RequestGuard
 from agl_core.llm_proxy.in_process import answer_in_process
+from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
@@ -73,6 +75,7 @@ class ProxyServer:
         max_request_bytes: int,
         recorder: SpanRecorder,
         allocator: SequenceAllocator,
+        guard: RequestGuard | None = None,
     ) -> None:
         self.table = table
         self.ctx = ctx
@@ -84,6 +87,7 @@ class ProxyServer:
         self.timeout = ctx.timeout
         self.recorder = recorder
         self.allocator = allocator
+        self.guard = guard or RequestGuard()
 
     # ------------------------------------------------------------------ application
 
@@ -100,7 +104,12 @@ class ProxyServer:
                 app.router.add_get(base + "/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
+        if self.guard.cors:
+            app.on_response_prepare.append(self._cors_headers)
         return app
+
+    async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        self.guard.add_cors_headers(request, response)
 
     # ------------------------------------------------------------------ small routes
 
@@ -109,6 +118,7 @@ class ProxyServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         try:
+            self.guard.check(request)
             self._check_auth(request)
         except ProxyHTTPError as exc:
             return exc.response()
@@ -119,6 +129,8 @@ class ProxyServer:
         return web.Response(body=_json.dumps({"object": "list", "data": data}), content_type=_JSON)
 
     async def _unknown(self, request: web.Request) -> web.Response:
+        if request.method == "OPTIONS":
+            return self.guard.preflight(request)
         path = request.path.rstrip("/")
         if path.endswith(("/chat/completions", "/completions", "/responses", "/messages", "/models")):
             return ProxyHTTPError(
@@ -159,6 +171,7 @@ class ProxyServer:
     async def _read_payload(
         self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
     ) -> tuple[dict[str, Any], bytes]:
+        self.guard.check_json(request)
         length = request.content_length
         if length is not None and length > self.max_request_bytes:
             raise self._request_too_large()
@@ -172,10 +185,17 @@ class ProxyServer:
             )
         try:
             payload = _json.loads(raw)
-        except ValueError as exc:
+        except ValueError as exc:  # UnicodeDecodeError included
             raise ProxyHTTPError(
                 400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
             ) from None
+        if _json.too_deep(raw, payload):
+            raise ProxyHTTPError(
+                400,
+                f"The request body nests arrays and objects more than {_json.MAX_DEPTH} levels deep; "
+                "flatten it.",
+                code="invalid_json",
+            )
         if not isinstance(payload, dict):
             raise ProxyHTTPError(
                 400, f"The request body must be a JSON object, not {type(payload).__name__}."
@@ -252,6 +272,7 @@ class ProxyServer:
         start = time.time()
         original: dict[str, Any] | None = None
         try:
+            self.guard.check(request)
             self._check_auth(request)
             payload, raw = await self._read_payload(request, operation, api)
             if api is not None:
@@ -302,8 +323,16 @@ class ProxyServer:
                 submitted = True
             return response
         finally:
-            if not submitted:  # cancelled before the exchange could be handed over
-                self.recorder.release()
+            if not submitted:  # the agent went away (the handler was cancelled): record that, no waiting
+                exchange.end_time = time.time()
+                exchange.status = exchange.status or 499
+                exchange.error = "the agent disconnected before the answer was complete"
+                exchange.error_type = "agent_disconnected"
+                exchange.sequence_id = (
+                    sequence.result() if sequence.done() and not sequence.cancelled() else None
+                )
+                self.stats.requests_failed += 1
+                self.recorder.submit(exchange, reserved=True)
 
     async def _answer(
         self,
@@ -334,7 +363,14 @@ class ProxyServer:
             if exchange is not None:
                 exchange.status, exchange.error, exchange.error_type = exc.status, exc.message, exc.kind
         except Exception as exc:  # a bug in the proxy: answer 500 in OpenAI's shape and keep serving
-            logger.exception("LLM proxy failed on a %s request", operation)
+            log_limited(
+                logger,
+                logging.ERROR,
+                ("proxy_error", type(exc).__name__),
+                "LLM proxy failed on a %s request",
+                operation,
+                exc_info=True,
+            )
             message = f"The LLM proxy failed: {type(exc).__name__}: {exc}"
             failure = ProxyHTTPError(500, message, code="proxy_error")
             response = failure.response() if api is None else api.error_response(failure)
@@ -449,15 +485,17 @@ class ProxyServer:
             response = web.StreamResponse(status=upstream.status, headers=SSE_HEADERS)
             await response.prepare(request)
             copy: list[bytes] | None = [] if exchange is not None else None
-            failure = await self._pump(upstream, response, copy, replica)
+            try:
+                failure = await self._pump(upstream, response, copy, replica)
+            finally:  # also when the agent left and the handler was cancelled: keep what was streamed
+                if exchange is not None:
+                    exchange.sse = True
+                    exchange.response_body = b"".join(copy or ())
             await end_quietly(response)
         finally:
             finish_stream(replica, upstream)
-        if exchange is not None:
-            exchange.sse = True
-            exchange.response_body = b"".join(copy or ())
-            if failure is not None:
-                exchange.error, exchange.error_type = failure
+        if exchange is not None and failure is not None:
+            exchange.error, exchange.error_type = failure
         return response
 
     async def _pump(
@@ -495,7 +533,14 @@ class ProxyServer:
                         return f"the agent disconnected during the stream: {exc}", "agent_disconnected"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             failure = f"the backend's stream broke off: {type(exc).__name__}: {exc}"
-            logger.warning("Stream from %s broke off: %s", replica.label, failure)
+            log_limited(
+                logger,
+                logging.WARNING,
+                ("stream_broke", replica.label),
+                "Stream from %s broke off: %s",
+                replica.label,
+                failure,
+            )
             await write_quietly(response, encode_event(error_body(failure, code="stream_interrupted")))
             return failure, "stream_interrupted"
         if tail:

@@ -29,6 +29,7 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
+from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     SSE_HEADERS,
@@ -153,7 +154,14 @@ async def _in_process_chat(
             504, f"Backend {replica.label} did not answer within {timeout:g}s.", code="backend_timeout"
         ) from None
     except Exception as exc:
-        logger.exception("In-process backend %s failed", replica.label)
+        log_limited(
+            logger,
+            logging.ERROR,
+            ("in_process", replica.label),
+            "In-process backend %s failed",
+            replica.label,
+            exc_info=True,
+        )
         raise ProxyHTTPError(
             500, f"Backend {replica.label} failed: {type(exc).__name__}: {exc}", code="backend_error"
         ) from None
@@ -207,7 +215,14 @@ async def _chunks(
                 exchange.error, exchange.error_type = exc.message, exc.kind
             yield exc.body()
         except Exception as exc:
-            logger.exception("In-process backend %s failed while streaming", replica.label)
+            log_limited(
+                logger,
+                logging.ERROR,
+                ("in_process_stream", replica.label),
+                "In-process backend %s failed while streaming",
+                replica.label,
+                exc_info=True,
+            )
             error = ProxyHTTPError(
                 500, f"Backend {replica.label} failed: {type(exc).__name__}: {exc}", code="backend_error"
             )

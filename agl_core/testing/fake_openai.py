@@ -314,7 +314,9 @@ class FakeOpenAIServer:
         """HTTP connections currently open to this server (0 when it is not running)."""
         runner = self._runner
         server = runner.server if runner is not None else None
-        return len(server.connections) if server is not None else 0
+        if server is None:
+            return 0
+        return sum(1 for handler in server.connections if handler.transport is not None)
 
     @property
     def base_url(self) -> str:
@@ -331,7 +333,8 @@ class FakeOpenAIServer:
         app.router.add_post("/v1/responses", self._handle_responses)
         app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_get("/v1/models", self._handle_models)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        # like vLLM, stop working on a request whose client went away
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:

@@ -1,4 +1,5 @@
-"""One runner (and one tracer) per worker: fixes Agent Lightning 0.3 quirk #10.
+"""One runner (and one tracer) per worker: fixes Agent Lightning 0.3 quirk 10 in
+docs/migrating-from-agent-lightning.md.
 
 In 0.3 the trainer gave the *same* runner object, and so the same tracer, to every worker; several threads
 of the shared-memory strategy then fought over one runner's state. Here each worker of a process gets its

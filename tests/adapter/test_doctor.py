@@ -104,8 +104,9 @@ def test_no_llm_span_when_the_model_is_called_outside_the_openai_client(tmp_path
     assert (
         "  [error] no_llm_spans: No LLM-call span among the 2 spans of this rollout (span names seen: "
         "'ChatOpenAI.with_structured_output', 'agentlightning.annotation'). "
-        "'ChatOpenAI.with_structured_output' look like LLM calls but do not match the adapter's "
-        "llm_call_match.\n"
+        "'ChatOpenAI.with_structured_output' look like LLM calls but match neither the adapter's "
+        "llm_call_match nor a known LLM-span shape (attribute keys of 'ChatOpenAI.with_structured_output': "
+        "none).\n"
     ) in out
     assert "      fix: If 'ChatOpenAI.with_structured_output' records the model's token ids, pass" in out
     assert out.rstrip().endswith("Verdict: NO USABLE TRAINING DATA - fix the errors above.")
@@ -165,17 +166,17 @@ def test_json_output_and_attempt_selection(tmp_path: Path) -> None:
     assert code == 1 and f"Analysed: attempt {attempt_id}" in out
 
 
-def test_unusable_inputs_exit_2_with_the_reason(tmp_path: Path) -> None:
+def test_unusable_inputs_exit_3_with_the_reason(tmp_path: Path) -> None:
     uri, rid, _ = record(tmp_path, two_agents)
     code, out = doctor("ro-nope", "--store", uri)
-    assert code == 2
-    assert "Error: Rollout 'ro-nope' is not in this store; check the id and the --store URI." in out
+    assert code == 3
+    assert "agl: error: Rollout 'ro-nope' is not in this store; check the id and the --store URI." in out
     code, out = doctor(rid, "--store", uri, "--attempt", "at-nope")
-    assert code == 2 and f"Rollout {rid!r} has no attempt 'at-nope' (attempts: at-" in out
+    assert code == 3 and f"Rollout {rid!r} has no attempt 'at-nope' (attempts: at-" in out
     code, out = doctor(rid, "--store", "no-scheme")
-    assert code == 2 and "has no scheme" in out
+    assert code == 3 and "has no scheme" in out
     code, out = doctor(rid, "--store", uri, "--adapter", "nonsense")
-    assert code == 2 and "nonsense" in out
+    assert code == 3 and "nonsense" in out
 
 
 def test_proxy_adapter_on_a_tracer_only_rollout(tmp_path: Path) -> None:
@@ -197,3 +198,18 @@ async def test_report_function_on_an_in_memory_store() -> None:
     with pytest.raises(ValueError, match="Unknown adapter 'x'"):
         await diagnose_rollout(store, rollout.rollout_id, adapter="x")
     await store.close()
+
+
+def test_llm_span_of_an_unknown_shape_is_kept_and_its_keys_named(tmp_path: Path) -> None:
+    async def vendor_agent(otel: Any, client: openai.AsyncOpenAI, server: FakeOpenAIServer) -> None:
+        attributes = {"openinference.span.kind": "LLM", "vendor.request_blob": "...", "vendor.reply.0": "x"}
+        with otel.start_as_current_span("VendorLLM", attributes=attributes):
+            pass
+        await ask(client, "a readable call")
+        emit_reward(1.0)
+
+    uri, rid, _ = record(tmp_path, vendor_agent)
+    _, out = doctor(rid, "--store", uri)
+    assert "LLM calls: 2 -> triplets: 2" in out  # the unreadable span is kept, not dropped
+    assert "[warning] unreadable_llm_spans: 1 LLM-call spans carry no prompt or completion" in out
+    assert "openinference.span.kind, vendor.request_blob, vendor.reply.N" in out
