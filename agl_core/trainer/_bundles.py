@@ -25,8 +25,6 @@ _NO_ALGORITHM_POLL_SECONDS = 0.1
 _LLM_CLIENT_MODULES = (
     "openai",
     "agl_core.instrumentation.openai",
-    "opentelemetry.instrumentation.openai_v2",
-    "opentelemetry.util.genai.handler",
 )
 
 

@@ -17,6 +17,7 @@ from agl_core.semconv import (
     GEN_AI_REQUEST_TOOLS,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_RESPONSE_ID,
+    GEN_AI_TOOL_DEFINITIONS,
     GEN_AI_USAGE_INPUT_TOKENS,
     LOGPROBS_CONTENT,
     PROMPT_TOKEN_IDS,
@@ -134,7 +135,9 @@ async def test_tools_tool_calls_and_images_are_recorded(
             ]
             client.chat.completions.create(model="policy", messages=messages, tools=TOOLS)
     tool_span, answer_span = llm_spans(list(await store.query_spans(rollout_id)))
-    assert json.loads(str(tool_span.attributes[GEN_AI_REQUEST_TOOLS])) == TOOLS
+    definitions = json.loads(str(tool_span.attributes[GEN_AI_TOOL_DEFINITIONS]))
+    assert definitions == [{"type": "function", **TOOLS[0]["function"]}]  # the current GenAI form
+    assert GEN_AI_REQUEST_TOOLS not in tool_span.attributes
     assert tool_span.attributes[GEN_AI_RESPONSE_FINISH_REASONS] == ["tool_calls"]
     (user,) = json.loads(str(tool_span.attributes[GEN_AI_INPUT_MESSAGES]))
     assert user["parts"] == [
@@ -220,3 +223,23 @@ def test_instrumentation_nests_and_restores_the_client() -> None:
     assert openai.resources.chat.completions.Completions.create is original_chat
     assert openai.resources.completions.Completions.create is original_text
     uninstrument_openai()  # extra calls are no-ops
+
+
+async def test_structured_output_parse_is_one_span(
+    tracer: OtelTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
+) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+
+    client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+    rollout_id, attempt_id = await new_attempt(store)
+    async with tracer.trace_context(rollout_id=rollout_id, attempt_id=attempt_id):
+        parsed = client.chat.completions.parse(
+            model="policy", messages=[{"role": "user", "content": '{"city": "Oslo"}'}], response_format=City
+        )
+    assert parsed.choices[0].message.parsed == City(city="Oslo")
+    (span,) = llm_spans(list(await store.query_spans(rollout_id)))
+    assert span.name == "chat policy"
+    assert span.attributes[RESPONSE_TOKEN_IDS] == llm_server.tokenizer.encode('{"city": "Oslo"}')
