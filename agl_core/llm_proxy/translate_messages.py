@@ -329,6 +329,8 @@ class MessagesStream:
         self._blocks = 0
         self._open: tuple[str, int] | None = None  # (kind, block index) receiving deltas
         self._calls: dict[int, int] = {}  # chat tool-call index -> block index
+        self._held: dict[int, dict[str, str]] = {}  # calls waiting for the live one to end
+        self._live_call: int | None = None
         self._finish: Any = None
         self._stop_reason: Any = None
         self._usage: Any = None
@@ -347,10 +349,61 @@ class MessagesStream:
 
     def _open_block(self, kind: str, block: dict[str, Any]) -> list[bytes]:
         events = self._close()
+        self._live_call = None
         index = self._blocks
         self._blocks += 1
         self._open = (kind, index)
         events.append(_event("content_block_start", {"index": index, "content_block": block}))
+        return events
+
+    def _tool_call(self, call: Mapping[str, Any], position: int) -> list[bytes]:
+        """Stream the first tool call live; hold later ones until the live one is done.
+
+        Anthropic streams one content block at a time, while a chat stream may interleave the argument
+        pieces of parallel calls; held calls are sent whole, in order, when the stream moves on.
+        """
+        key = call.get("index", position)
+        function = call.get("function") or {}
+        held = self._held.get(key)
+        if key not in self._calls and held is None:
+            held = {"id": call.get("id") or f"toolu_{os.urandom(8).hex()}", "name": "", "arguments": ""}
+            self._held[key] = held
+            if self._live_call is None:
+                return self._start_call(key, function)
+        arguments = function.get("arguments")
+        if key == self._live_call:
+            if not isinstance(arguments, str) or not arguments:
+                return []
+            delta = {"type": "input_json_delta", "partial_json": arguments}
+            return [_event("content_block_delta", {"index": self._calls[key], "delta": delta})]
+        if held is not None:
+            held["name"] += function.get("name") or ""
+            held["arguments"] += arguments if isinstance(arguments, str) else ""
+        return []
+
+    def _start_call(self, key: int, function: Mapping[str, Any]) -> list[bytes]:
+        held = self._held.pop(key)
+        block = {
+            "type": "tool_use",
+            "id": held["id"],
+            "name": function.get("name") or held["name"],
+            "input": {},
+        }
+        events = self._open_block("tool_use", block)
+        self._calls[key] = self._blocks - 1
+        self._live_call = key
+        arguments = held["arguments"] + (function.get("arguments") or "")
+        if arguments:
+            delta = {"type": "input_json_delta", "partial_json": arguments}
+            events.append(_event("content_block_delta", {"index": self._calls[key], "delta": delta}))
+        return events
+
+    def _flush_held(self) -> list[bytes]:
+        """Send the held tool calls whole, in index order."""
+        events: list[bytes] = []
+        for key in sorted(self._held):
+            held = self._held[key]
+            events.extend(self._start_call(key, {"name": held["name"]}))
         return events
 
     def feed(self, chunk: Mapping[str, Any]) -> bytes:
@@ -386,26 +439,8 @@ class MessagesStream:
                     )
                 )
             for position, call in enumerate(delta.get("tool_calls") or ()):
-                if not isinstance(call, dict):
-                    continue
-                key = call.get("index", position)
-                function = call.get("function") or {}
-                if key not in self._calls:
-                    call_id = call.get("id") or f"toolu_{os.urandom(8).hex()}"
-                    block = {
-                        "type": "tool_use",
-                        "id": call_id,
-                        "name": function.get("name") or "",
-                        "input": {},
-                    }
-                    events.extend(self._open_block("tool_use", block))
-                    self._calls[key] = self._blocks - 1
-                arguments = function.get("arguments")
-                if isinstance(arguments, str) and arguments:
-                    delta_event = {"type": "input_json_delta", "partial_json": arguments}
-                    events.append(
-                        _event("content_block_delta", {"index": self._calls[key], "delta": delta_event})
-                    )
+                if isinstance(call, dict):
+                    events.extend(self._tool_call(call, position))
             if choice.get("finish_reason") is not None:
                 self._finish = choice["finish_reason"]
             if choice.get("stop_reason") is not None:
@@ -415,6 +450,7 @@ class MessagesStream:
     def finish(self) -> bytes:
         """The closing events: the open block stopped, ``message_delta`` and ``message_stop``."""
         events = [] if self._started else self._start({})
+        events.extend(self._flush_held())
         events.extend(self._close())
         stop_reason, stop_sequence = _stop(self._finish, self._stop_reason, self._request)
         usage = _usage(self._usage)

@@ -119,7 +119,7 @@ def responses_chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
 def _usage_responses(prompt_tokens: int, output_tokens: int) -> dict[str, Any]:
     return {
         "input_tokens": prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt_tokens + output_tokens,

@@ -132,6 +132,10 @@ async def test_foreign_origins_and_unknown_host_names_are_refused(
         assert response.status == 200
         assert response.headers["Access-Control-Allow-Origin"] == "*"  # never the echoed origin
         assert "Access-Control-Allow-Credentials" not in response.headers
+    async with LLMProxy({"m": backend_a.base_url}, access_host="node-7.cluster") as proxy:
+        url = proxy.endpoint.replace("node-7.cluster", "127.0.0.1") + "/chat/completions"
+        async with http.post(url, json=body, headers={"Host": "node-7.cluster"}) as response:
+            assert response.status == 200  # the name agents are given is always accepted
 
 
 @pytest.mark.slow
