@@ -68,7 +68,17 @@ def defined_public_names(tree: ast.Module) -> dict[str, ast.AST]:
             for target in targets:
                 if isinstance(target, ast.Name):
                     found[target.id] = node
-    return {name: node for name, node in found.items() if not name.startswith("_")}
+    return {
+        name: node for name, node in found.items() if not name.startswith("_") and not _is_noise(name, node)
+    }
+
+
+def _is_noise(name: str, node: ast.AST) -> bool:
+    """Loggers and type variables are not part of a module's API."""
+    if name == "logger" or name.endswith("_logger"):
+        return True
+    value = getattr(node, "value", None)
+    return isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("TypeVar", "ParamSpec")
 
 
 def imported_names(tree: ast.Module, module: str, is_package: bool) -> dict[str, tuple[str, str]]:
@@ -147,7 +157,11 @@ def lookup(module: str, name: str) -> tuple[str, Any]:
     try:
         return "ok", getattr(mod, name)
     except ImportError as exc:
-        return ("plugin", str(exc)) if "pip install agl-" in str(exc) else ("missing", str(exc))
+        if "pip install agl-" in str(exc):
+            return "plugin", str(exc)
+        if type(exc).__name__ == "NotProvidedError":
+            return "not_provided", str(exc)
+        return "missing", str(exc)
     except Exception as exc:
         return "missing", f"{type(exc).__name__}: {exc}"
 
@@ -182,6 +196,7 @@ def main() -> None:
     report["top_level"] = {
         "total": len(top),
         "ok": sum(s == "ok" for s in top_status.values()),
+        "not_provided": sorted(n for n, s in top_status.items() if s == "not_provided"),
         "missing": sorted(n for n, s in top_status.items() if s == "missing"),
     }
 
@@ -209,11 +224,17 @@ def main() -> None:
                 names = None if exported is not None else sorted(defined_public_names(tree))
             if not names:
                 continue
-            counts: dict[str, Any] = {"total": len(names), "ok": 0, "plugin": 0, "missing": []}
+            counts: dict[str, Any] = {
+                "total": len(names),
+                "ok": 0,
+                "plugin": 0,
+                "not_provided": [],
+                "missing": [],
+            }
             for name in names:
                 status, value = lookup(module, name)
-                if status == "missing":
-                    counts["missing"].append(name)
+                if status in ("missing", "not_provided"):
+                    counts[status].append(name)
                     continue
                 counts[status] += 1
                 if status == "ok":
@@ -227,6 +248,7 @@ def main() -> None:
             "total": sum(c["total"] for c in per_module.values()),
             "ok": sum(c["ok"] for c in per_module.values()),
             "plugin": sum(c["plugin"] for c in per_module.values()),
+            "not_provided": sum(len(c["not_provided"]) for c in per_module.values()),
             "missing": sum(len(c["missing"]) for c in per_module.values()),
             "per_module": {
                 m: (c if args.details else {k: (len(v) if isinstance(v, list) else v) for k, v in c.items()})

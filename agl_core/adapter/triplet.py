@@ -357,3 +357,12 @@ def _section(span: Span, prefix: str) -> dict[str, Any]:
         return {}
     value = filter_and_unflatten_attributes(dict(span.attributes), prefix)
     return value if isinstance(value, dict) else {"value": value}
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3 defined LlmProxyTraceToTriplet in this module; agl keeps it in proxy_triplet.py.
+    if name == "LlmProxyTraceToTriplet":
+        from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
+
+        return LlmProxyTraceToTriplet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

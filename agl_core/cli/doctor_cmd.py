@@ -10,17 +10,11 @@ import click
 __all__ = ["doctor_command"]
 
 
-class _DoctorError(click.ClickException):
-    """A rollout, attempt, store or adapter that cannot be used (exit status 2)."""
-
-    exit_code = 2
-
-
 async def _diagnose(uri: str, rollout_id: str, attempt: str, adapter: str, options: dict[str, Any]) -> Any:
     from agl_core.adapter.doctor import diagnose_rollout
-    from agl_core.store import open_store
+    from agl_core.store.uri import open_store_for_reading
 
-    store = open_store(uri)
+    store = open_store_for_reading(uri)
     try:
         return await diagnose_rollout(
             store, rollout_id, attempt=attempt, adapter=adapter, adapter_options=options
@@ -66,8 +60,9 @@ def doctor_command(
 ) -> None:
     """Explain the training data ROLLOUT_ID yields: spans, triplets, rewards, and each problem with a fix.
 
-    Exits 0 when the rollout gives usable triplets, 1 when it does not, 2 when the rollout, attempt, store
-    or adapter cannot be used.
+    Exits 0 when the rollout gives usable triplets, 1 when it does not, 3 when the rollout, attempt or
+    adapter is unknown, 4 when the store server cannot be reached, 5 when the store file is missing or
+    damaged (see `agl_core.cli.errors.ExitCode`).
     """
     options: dict[str, Any] = {
         key: value
@@ -78,13 +73,14 @@ def doctor_command(
         )
         if value is not None
     }
+    from agl_core.cli.errors import AglUserError
     from agl_core.errors import UnknownComponentError
     from agl_core.store import InvalidRequestError, NotFoundError
 
     try:
         result = asyncio.run(_diagnose(store_uri, rollout_id, attempt, adapter, options))
     except (NotFoundError, InvalidRequestError, UnknownComponentError, ValueError) as exc:
-        raise _DoctorError(str(exc)) from exc
+        raise AglUserError(str(exc)) from exc
     click.echo(result.model_dump_json(indent=2) if as_json else result.format())
     if not result.report.ok:
         raise click.exceptions.Exit(1)

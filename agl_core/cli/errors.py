@@ -37,6 +37,8 @@ class ExitCode(IntEnum):
     """A server (store, model backend) could not be reached or did not answer in time."""
     DATA = 5
     """A file or database cannot be used: missing, unwritable, corrupt."""
+    BUSY = 6
+    """A system resource is taken or refused: the port is in use, binding is not permitted."""
     INTERNAL = 70
     """A bug in agl or a plugin (EX_SOFTWARE); rerun with --debug and report the traceback."""
     INTERRUPTED = 130
@@ -82,8 +84,8 @@ def _first_line(exc: BaseException) -> str:
 
 def user_error_from(exc: BaseException) -> AglUserError | None:
     """The :class:`AglUserError` for one of agl's known failure types; None for anything else."""
-    from agl_core.errors import AglError, MissingRequirementError
-    from agl_core.store.errors import InvalidRequestError, StoreError
+    from agl_core.errors import AglError, UnknownComponentError
+    from agl_core.store.errors import InvalidRequestError, StoreOpenError
 
     if isinstance(exc, AglUserError):
         return exc
@@ -94,8 +96,14 @@ def user_error_from(exc: BaseException) -> AglUserError | None:
             hint="check the URL and that the server is running (agl store serve / agl proxy serve)",
             exit_code=ExitCode.UNREACHABLE,
         )
-    if isinstance(exc, MissingRequirementError):
-        return AglUserError(_first_line(exc), exit_code=ExitCode.BAD_INPUT)
+    if isinstance(exc, StoreOpenError):
+        return AglUserError(_first_line(exc), hint=exc.hint, exit_code=ExitCode.DATA)
+    if isinstance(exc, UnknownComponentError) and "scheme" in str(exc):
+        return AglUserError(
+            _first_line(exc),
+            hint="pass --store with one of those schemes, e.g. sqlite:///run.db or http://host:4747",
+            exit_code=ExitCode.BAD_INPUT,
+        )
     if isinstance(exc, (AglError, InvalidRequestError)):
         return AglUserError(_first_line(exc), exit_code=ExitCode.BAD_INPUT)
     if isinstance(exc, sqlite3.DatabaseError):
@@ -104,8 +112,6 @@ def user_error_from(exc: BaseException) -> AglUserError | None:
             hint="check the --store path; see docs/guarantees.md for recovering a damaged database",
             exit_code=ExitCode.DATA,
         )
-    if isinstance(exc, StoreError) and getattr(exc, "user_error", False):
-        return AglUserError(_first_line(exc), hint=getattr(exc, "hint", None), exit_code=ExitCode.DATA)
     if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         reason = exc.strerror or _first_line(exc)

@@ -137,6 +137,10 @@ def serve(
 ) -> None:
     """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if store_uri:
+        from agl_core.store.uri import check_store_uri
+
+        check_store_uri(store_uri)
     api_key = None
     if api_key_env:
         api_key = os.environ.get(api_key_env)
@@ -163,8 +167,13 @@ def serve(
     try:
         _run(_serve(spec, store_uri, options))
     except OSError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        from agl_core.cli.errors import AglUserError, ExitCode
+
+        raise AglUserError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another --port (0 picks a free one) or stop the process that holds it",
+            exit_code=ExitCode.BUSY,
+        ) from exc
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:

@@ -14,15 +14,28 @@ from typing import Any
 
 import click
 
+from agl_core.cli.legacy_cmds import legacy_store_options, run_legacy_store
+from agl_core.cli.store_inspect import add_inspection_commands
+
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
 
 DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 """The store ``agl store serve`` opens when ``--store`` is not given (relative to the current directory)."""
 
 
-@click.group(name="store")
-def store_group() -> None:
-    """Run and inspect the LightningStore server."""
+@click.group(name="store", invoke_without_command=True)
+@legacy_store_options
+@click.pass_context
+def store_group(ctx: click.Context, **legacy_options: Any) -> None:
+    """Run and inspect the LightningStore server.
+
+    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``).
+    """
+    if ctx.invoked_subcommand is None:
+        run_legacy_store(ctx, **legacy_options)
+
+
+add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
 
 
 @store_group.command(name="serve")
@@ -50,6 +63,13 @@ def store_group() -> None:
     help="Allow browser calls from this origin (repeatable; '*' for all).",
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Host header name to accept besides localhost/127.0.0.1/::1 when bound to loopback "
+    "(DNS-rebinding guard; repeatable; '*' accepts any).",
+)
+@click.option(
     "--max-body-bytes",
     default=32 * 1024 * 1024,
     show_default=True,
@@ -68,6 +88,7 @@ def serve(
     port: int,
     token: str | None,
     cors_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
     max_body_bytes: int,
     log_level: str,
 ) -> None:
@@ -86,10 +107,25 @@ def serve(
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
     try:
-        _run(_serve(store_uri, host, port, token or None, list(cors_origins) or None, max_body_bytes))
+        _run(
+            _serve(
+                store_uri,
+                host,
+                port,
+                token or None,
+                list(cors_origins) or None,
+                max_body_bytes,
+                list(allowed_hosts) or None,
+            )
+        )
     except OSError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        from agl_core.cli.errors import AglUserError, ExitCode
+
+        raise AglUserError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc}",
+            hint="pick another --port (0 picks a free one) or stop the process that holds it",
+            exit_code=ExitCode.BUSY,
+        ) from exc
 
 
 SERVER_GC_THRESHOLDS = (50_000, 20, 100)
@@ -127,13 +163,20 @@ async def _serve(
     token: str | None,
     cors_origins: list[str] | None,
     max_body_bytes: int,
+    allowed_hosts: list[str] | None = None,
 ) -> None:
     from agl_core.store import open_store
     from agl_core.store.http.server import LightningStoreServer
 
     store = open_store(store_uri)
     server = LightningStoreServer(
-        store, host, port, token=token, cors_origins=cors_origins, max_body_bytes=max_body_bytes
+        store,
+        host,
+        port,
+        token=token,
+        cors_origins=cors_origins,
+        max_body_bytes=max_body_bytes,
+        allowed_hosts=allowed_hosts,
     )
     _tune_gc()
     stop = asyncio.Event()

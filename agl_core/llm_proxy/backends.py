@@ -13,6 +13,7 @@ implementing :class:`InProcessBackend`. The model name ``"*"`` matches any model
 from __future__ import annotations
 
 import itertools
+import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -473,6 +474,16 @@ def build_backend_table(
     return BackendTable(pools)
 
 
+def _default_api_base(model: object) -> str | None:
+    """Where LiteLLM sends an OpenAI model without ``api_base``: ``$OPENAI_BASE_URL`` / ``$OPENAI_API_BASE``,
+    else OpenAI's API. Other providers have no default here (None)."""
+    if not isinstance(model, str) or ("/" in model and not model.startswith("openai/")):
+        return None
+    return (
+        os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
+    )
+
+
 def model_list_to_backends(
     model_list: Sequence[ModelConfig | Mapping[str, Any]],
 ) -> dict[str, list[HttpBackend]]:
@@ -484,7 +495,9 @@ def model_list_to_backends(
     Entries sharing a ``model_name`` become replicas of one pool.
 
     Raises:
-        BackendConfigError: when an entry lacks ``model_name`` or ``litellm_params.api_base``.
+        BackendConfigError: when an entry lacks ``model_name``, or ``litellm_params.api_base`` for a
+            provider other than OpenAI (an OpenAI model without it goes to ``$OPENAI_BASE_URL``,
+            ``$OPENAI_API_BASE`` or OpenAI's API, with ``$OPENAI_API_KEY``, as LiteLLM did).
     """
     out: dict[str, list[HttpBackend]] = {}
     for index, entry in enumerate(model_list):
@@ -495,7 +508,7 @@ def model_list_to_backends(
                 f"model_list[{index}] must look like {{'model_name': str, 'litellm_params': {{...}}}}, "
                 f"got {entry!r}."
             )
-        api_base = params.get("api_base") or params.get("base_url")
+        api_base = params.get("api_base") or params.get("base_url") or _default_api_base(params.get("model"))
         if not isinstance(api_base, str):
             raise BackendConfigError(
                 f"model_list[{index}] ({name!r}) has no litellm_params.api_base; the agl proxy forwards to "
@@ -510,7 +523,8 @@ def model_list_to_backends(
         out.setdefault(name, []).append(
             HttpBackend(
                 url=api_base,
-                api_key=params.get("api_key"),
+                api_key=params.get("api_key")
+                or (os.environ.get("OPENAI_API_KEY") if not params.get("api_base") else None),
                 model=upstream if isinstance(upstream, str) and upstream != name else None,
             )
         )

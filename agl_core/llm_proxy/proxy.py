@@ -23,6 +23,7 @@ from agl_core.llm_proxy.backends import (
 )
 from agl_core.llm_proxy.forward import ForwardContext
 from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
@@ -105,7 +106,9 @@ class LLMProxy:
         shutdown_timeout: float = 30.0,
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
+        callbacks: Sequence[object] | None = None,
     ) -> None:
+        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's argument
         if backends is not None and model_list is not None:
             raise ValueError("Pass either backends or model_list to LLMProxy, not both.")
         if not 0 <= port <= 65535:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
-from agl_core.store._inputs import check_optional_str
+from agl_core.store._inputs import check_int_bound, check_json_value, check_optional_str
 from agl_core.store.base import UNSET
 from agl_core.store.errors import (
     InvalidFilterError,
@@ -204,6 +204,7 @@ def rollout_changes(
     """
     changes: dict[str, Any] = {}
     if input is not UNSET:
+        check_json_value("input", input)
         changes["input"] = encode_input(input)
     if mode is not UNSET:
         changes["mode"] = validate_mode(mode)
@@ -214,6 +215,7 @@ def rollout_changes(
     if config is not UNSET:
         changes.update(encode_config(config))
     if metadata is not UNSET:
+        check_json_value("metadata", metadata)
         changes["metadata"] = encode_metadata(metadata)
     return changes
 
@@ -264,6 +266,9 @@ def validate_span(span: object) -> Span:
             f"Span sequence_id must be an integer >= 0, got {seq!r}. "
             "Use get_next_span_sequence_id() to get one."
         )
+    check_int_bound("Span sequence_id", seq, InvalidSpanError)
+    if span.attributes:
+        check_json_value(f"Span {span.span_id} attributes", span.attributes)
     return span
 
 
@@ -281,7 +286,8 @@ def rollout_end_time_for(status: str, now: float) -> float | None:
 
 
 def attempt_end_time_for(status: str, now: float) -> float | None:
-    """``Attempt.end_time`` after writing `status`: `now` for every terminal status (quirk 7 fixed).
+    """``Attempt.end_time`` after writing `status`: `now` for every terminal status (quirk 7 in
+    docs/migrating-from-agent-lightning.md fixed).
 
     Terminal: failed, succeeded, timeout, unresponsive. ``preparing``/``running`` give None.
     """
@@ -370,7 +376,8 @@ WATCHDOG_GUARDED_METHODS: frozenset[str] = frozenset(
         "query_workers",
     )
 )
-"""Store methods that run a (debounced) watchdog scan first (inventory §2.3). Span writes, resources
+"""Store methods that run a (debounced) watchdog scan first (as in Agent Lightning 0.3). Span writes,
+resources
 reads, `add_resources`, sequence ids, `update_worker`, `get_worker_by_id` and `statistics` do not."""
 
 
@@ -508,6 +515,7 @@ def worker_updates_for_heartbeat(now: float, heartbeat_stats: object) -> dict[st
             f"heartbeat_stats must be a dict, got {type(heartbeat_stats).__name__}; "
             "omit it to keep the old stats."
         )
+    check_json_value("heartbeat_stats", heartbeat_stats)
     updates["heartbeat_stats"] = dict(heartbeat_stats)
     return updates
 
@@ -1005,6 +1013,8 @@ def validate_pagination(limit: object, offset: object) -> None:
         raise InvalidRequestError(f"limit must be > 0 or -1 for no limit, got {limit}.")
     if offset.__class__ is not int or offset < 0:  # type: ignore[operator]
         raise InvalidRequestError(f"offset must be an integer >= 0, got {offset!r}.")
+    check_int_bound("limit", limit)  # type: ignore[arg-type]
+    check_int_bound("offset", offset)  # type: ignore[arg-type]
 
 
 def paginate(items: Sequence[T], limit: int, offset: int) -> PaginatedResult[T]:

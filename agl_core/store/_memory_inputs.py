@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agl_core.store._inputs import check_int_bound, check_json_value
 from agl_core.store._memory_models import build
 from agl_core.store.errors import InvalidRequestError
 from agl_core.types import RolloutConfig
@@ -28,6 +29,7 @@ def copy_metadata(name: str, value: object) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, Mapping):
+        check_json_value(name, value)
         return dict(value)
     raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
 
@@ -62,5 +64,5 @@ def copy_config(config: object) -> RolloutConfig:
 def check_limit(value: object) -> int:
     """The `limit` of `dequeue_many_rollouts`: an integer (<= 0 claims nothing)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
+        return check_int_bound("limit", int(value))
     raise InvalidRequestError(f"limit must be an integer, got {value!r}.")

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
+from agl_core.store._inputs import check_json_value
 from agl_core.store.errors import InvalidRequestError
 from agl_core.types import (
     Attempt,
@@ -190,6 +191,7 @@ def resources_from_row(row: Sequence[Any]) -> ResourcesUpdate:
 
 def dump_json(name: str, value: Any) -> str:
     """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    check_json_value(name, value)
     try:
         return to_json(value, inf_nan_mode="constants").decode()
     except (PydanticSerializationError, TypeError, ValueError) as exc:

@@ -36,7 +36,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Final, TypeVar
 
-from agl_core.store.errors import StoreClosedError, StoreError
+from agl_core.store.errors import StoreClosedError, StoreCorruptError, StoreError
 
 __all__ = [
     "CHECKPOINT_EVERY",
@@ -159,6 +159,8 @@ class SqliteExecutor:
         self._cursor: sqlite3.Cursor | None = None  # runs BEGIN/COMMIT/SAVEPOINT/PRAGMA
         self._checkpoint_conn: sqlite3.Connection | None = None  # opened by the first checkpoint
         self._startup_error: BaseException | None = None
+        self.corrupt: StoreCorruptError | None = None
+        """Set once a call found the database file damaged; every later call raises it."""
         self._exited = threading.Event()
         ready = threading.Event()
         self._thread = threading.Thread(
@@ -183,6 +185,8 @@ class SqliteExecutor:
         plain function rather than a coroutine: one coroutine frame less on every store call.
         """
         loop = asyncio.get_running_loop()
+        if self.corrupt is not None:
+            raise self.corrupt
         with self._lock:
             if self._closed:
                 raise StoreClosedError("The SQLite store is closed; open a new SqliteLightningStore.")
@@ -206,6 +210,18 @@ class SqliteExecutor:
                     return future
             outcome = (False, StoreClosedError("The SQLite store was closed while the call waited."))
         return _Done(self, *outcome)
+
+    def _translate(self, error: BaseException) -> BaseException:
+        return self._note_corruption(_translate(error, self._path))
+
+    def _note_corruption(self, error: BaseException) -> BaseException:
+        """A damaged file: remember it, so every later call is refused instead of half-working."""
+        from agl_core.store._sqlite_schema import corrupt_error, is_corruption
+
+        if self.corrupt is None and is_corruption(error):
+            self.corrupt = corrupt_error(self._path, str(error))
+            self.corrupt.__cause__ = error
+        return self.corrupt if self.corrupt is not None and is_corruption(error) else error
 
     async def close(self) -> None:
         """Finish every job queued so far, close the connection and stop the thread."""
@@ -271,11 +287,13 @@ class SqliteExecutor:
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     cur.execute("ROLLBACK")
-            return None if _is_busy(exc) else (False, exc)
+            return None if _is_busy(exc) else (False, self._note_corruption(exc))
         if committed:
             self._committed(inline=True)
         elif not outcome[0] and _is_busy(outcome[1]):  # nothing was written: the thread will retry
             return None
+        if not outcome[0]:
+            return False, self._note_corruption(outcome[1])
         return outcome
 
     def _committed(self, *, inline: bool) -> None:
@@ -366,7 +384,7 @@ class SqliteExecutor:
             try:
                 outcome: _Outcome = (True, job[0](*job[1]))
             except Exception as exc:
-                outcome = (False, _translate(exc, self._path))
+                outcome = (False, self._translate(exc))
             else:
                 if job[2] == WRITE_ONE:
                     self._committed(inline=False)
@@ -385,7 +403,7 @@ class SqliteExecutor:
             if conn.in_transaction:
                 cur.execute("COMMIT")
         except Exception as exc:
-            error = _translate(exc, self._path)
+            error = self._translate(exc)
             if conn.in_transaction:
                 with contextlib.suppress(sqlite3.Error):
                     cur.execute("ROLLBACK")
@@ -414,7 +432,7 @@ class SqliteExecutor:
         except Exception as exc:
             if conn.in_transaction:
                 cur.execute("ROLLBACK")
-            return False, _translate(exc, self._path) if translate else exc
+            return False, self._translate(exc) if translate else exc
         if result.__class__ is DeferredError:
             return False, result.error
         return True, result
@@ -431,7 +449,7 @@ class SqliteExecutor:
             except Exception as exc:
                 if job[2] == WRITE_ONE and not conn.in_transaction:
                     raise  # SQLite aborted the whole transaction (I/O error, disk full)
-                return False, _translate(exc, self._path)
+                return False, self._translate(exc)
         cur.execute("SAVEPOINT job")
         try:
             result = job[0](*job[1])
@@ -440,7 +458,7 @@ class SqliteExecutor:
                 raise
             cur.execute("ROLLBACK TO job")
             cur.execute("RELEASE job")
-            return False, _translate(exc, self._path)
+            return False, self._translate(exc)
         cur.execute("RELEASE job")
         if result.__class__ is DeferredError:
             return False, result.error

@@ -26,10 +26,13 @@ Layout (every table's rowid, where it has one, is its insertion order):
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
+from urllib.parse import quote
 
-from agl_core.store.errors import StoreError
+from agl_core.store.errors import StoreCorruptError, StoreError, StoreOpenError
 
 __all__ = [
     "APPLICATION_ID",
@@ -200,22 +203,112 @@ def configure_connection(conn: sqlite3.Connection, *, busy_timeout: float, in_me
     conn.execute("PRAGMA temp_store = MEMORY")
 
 
+QUICK_CHECK_SECONDS = 5.0
+"""Longest time the integrity quick check at open may take; a bigger file is opened unchecked."""
+
+_PROGRESS_OPS = 10_000
+
+
+def recovery_hint(path: str) -> str:
+    """The commands that salvage what a damaged store file still holds."""
+    return (
+        f"keep the damaged file, then recover into a new one: sqlite3 {path} .recover | sqlite3 "
+        f"{path}.recovered.db  and serve the recovered file (see docs/guarantees.md)"
+    )
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """True for SQLite's "database disk image is malformed" / "file is not a database" errors."""
+    if not isinstance(exc, sqlite3.DatabaseError) or isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text
+
+
+def corrupt_error(path: str, detail: str) -> StoreCorruptError:
+    """The error for a damaged store file, with the recovery commands."""
+    return StoreCorruptError(f"The store file {path} is damaged ({detail}).", hint=recovery_hint(path))
+
+
+def quick_check(conn: sqlite3.Connection, path: str, *, budget_seconds: float | None = None) -> bool:
+    """Run ``PRAGMA quick_check`` for at most `budget_seconds` (default `QUICK_CHECK_SECONDS`); False if
+    it ran out of time.
+
+    Raises:
+        StoreCorruptError: the check found damage.
+    """
+    deadline = time.monotonic() + (QUICK_CHECK_SECONDS if budget_seconds is None else budget_seconds)
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_OPS)
+    try:
+        rows = conn.execute("PRAGMA quick_check(5)").fetchall()
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc).lower():
+            return False
+        raise
+    except sqlite3.DatabaseError as exc:
+        raise corrupt_error(path, str(exc)) from exc
+    finally:
+        conn.set_progress_handler(None, 0)
+    problems = [str(row[0]) for row in rows if str(row[0]).lower() != "ok"]
+    if problems:
+        raise corrupt_error(path, "; ".join(problems)[:300])
+    return True
+
+
+def _connect(path: str, *, busy_timeout: float, read_only: bool) -> sqlite3.Connection:
+    target, uri = path, False
+    if read_only and path != ":memory:":
+        if not os.path.exists(path):
+            raise StoreOpenError(
+                f"No store file at {path}.",
+                hint="check the path (a read-only command never creates a store)",
+            )
+        target, uri = f"file:{quote(path)}?mode=ro", True
+    try:
+        return sqlite3.connect(
+            target,
+            isolation_level=None,
+            check_same_thread=False,
+            cached_statements=512,
+            timeout=busy_timeout,
+            uri=uri,
+        )
+    except sqlite3.Error as exc:
+        raise StoreOpenError(
+            f"Cannot open the SQLite store {path}: {exc}.",
+            hint="check that the directory exists and is writable, or pick another path",
+        ) from exc
+
+
 def open_connection(
     path: str,
     *,
     busy_timeout: float,
     migrations: Mapping[int, Migration] | None = None,
+    read_only: bool = False,
+    check_integrity: bool = True,
 ) -> sqlite3.Connection:
-    """Open `path` (``":memory:"`` for a private in-memory database), configure it and migrate it.
+    """Open `path` (``":memory:"`` for a private in-memory database), check, configure and migrate it.
 
     The connection is in autocommit mode (``isolation_level=None``): the caller manages transactions.
+    `read_only` opens an existing file without writing to it (a missing file is an error).
+
+    Raises:
+        StoreOpenError: the file cannot be opened (missing in read-only mode, unwritable path).
+        StoreCorruptError: the file is damaged (found by a quick check bounded in time).
     """
     in_memory = path == ":memory:"
-    conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, cached_statements=512, timeout=busy_timeout
-    )
+    conn = _connect(path, busy_timeout=busy_timeout, read_only=read_only)
     steps = MIGRATIONS if migrations is None else migrations
     try:
+        if not in_memory and check_integrity:
+            quick_check(conn, path)
+        if read_only:
+            conn.execute(f"PRAGMA busy_timeout = {max(0, int(busy_timeout * 1000))}")
+            return conn
         configure_connection(conn, busy_timeout=busy_timeout, in_memory=in_memory)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -227,7 +320,14 @@ def open_connection(
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         conn.close()
+        if is_corruption(exc):
+            raise corrupt_error(path, str(exc)) from exc
+        if isinstance(exc, sqlite3.OperationalError) and not in_memory:
+            raise StoreOpenError(
+                f"Cannot use the SQLite store {path}: {exc}.",
+                hint="check that the file and its directory are writable",
+            ) from exc
         raise
     return conn

@@ -39,7 +39,9 @@ __all__ = [
     "ResourcesNotFoundError",
     "RolloutNotFoundError",
     "StoreClosedError",
+    "StoreCorruptError",
     "StoreError",
+    "StoreOpenError",
 ]
 
 
@@ -145,3 +147,15 @@ class InvalidSpanError(InvalidRequestError):
 
 class StoreClosedError(StoreError, RuntimeError):
     """The store was closed; open a new one (or use it inside `async with store:` only)."""
+
+
+class StoreOpenError(StoreError):
+    """The store file or database cannot be opened; `hint` says how to fix it."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class StoreCorruptError(StoreOpenError):
+    """The database file is damaged; the store refuses it (and every later call) instead of half-working."""

@@ -7,7 +7,11 @@ their semantics identical; a third-party store should use them too.
 """
 
 from agl_core.store._inputs import (
+    MAX_JSON_DEPTH,
+    MAX_STORE_INT,
     check_enqueue_requests,
+    check_int_bound,
+    check_json_value,
     check_optional_number,
     check_optional_str,
     check_rollout_ids,
@@ -65,6 +69,8 @@ from agl_core.store._logic import (
 
 __all__ = [
     "MATCH_ALL",
+    "MAX_JSON_DEPTH",
+    "MAX_STORE_INT",
     "WATCHDOG_GUARDED_METHODS",
     "FilterCondition",
     "FilterOperator",
@@ -75,6 +81,8 @@ __all__ = [
     "attempt_end_time_for",
     "build_predicate",
     "check_enqueue_requests",
+    "check_int_bound",
+    "check_json_value",
     "check_optional_number",
     "check_optional_str",
     "check_rollout_ids",

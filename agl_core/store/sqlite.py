@@ -51,6 +51,7 @@ from agl_core.store import _sqlite_resources as resources_ops
 from agl_core.store import _sqlite_spans as spans_ops
 from agl_core.store._inputs import (
     check_enqueue_requests,
+    check_int_bound,
     check_optional_number,
     check_optional_str,
     check_rollout_ids,
@@ -73,7 +74,7 @@ from agl_core.store.base import (
     LightningStoreStatistics,
     Unset,
 )
-from agl_core.store.errors import InvalidRequestError, InvalidSpanError
+from agl_core.store.errors import InvalidRequestError, InvalidSpanError, StoreOpenError
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -175,9 +176,14 @@ class SqliteLightningStore(LightningStore):
             call fails with `StoreError`.
         inline: Let a call that finds the store idle run on the caller's thread (see the module
             docstring); False sends every call through the store's thread.
+        read_only: Open an existing file without writing to it (inspection commands); a missing
+            file raises `StoreOpenError` instead of creating an empty store.
 
     Raises:
         SchemaVersionError: The file has a newer schema than this agl knows, or is not an agl store.
+        StoreOpenError: The file cannot be opened (unwritable directory, missing in read-only mode).
+        StoreCorruptError: The file is damaged (an integrity quick check, bounded in time, runs at
+            open); a damage found later makes every following call raise it.
     """
 
     def __init__(
@@ -188,6 +194,7 @@ class SqliteLightningStore(LightningStore):
         scan_debounce_seconds: float = 10.0,
         busy_timeout: float = 30.0,
         inline: bool = True,
+        read_only: bool = False,
     ) -> None:
         super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
         if not isinstance(path, (str, os.PathLike)):
@@ -199,7 +206,14 @@ class SqliteLightningStore(LightningStore):
             raise InvalidRequestError(f"busy_timeout must be a number of seconds >= 0, got {busy_timeout!r}.")
         if path != ":memory:":
             path = os.path.abspath(path)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            if not read_only:
+                try:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                except OSError as exc:
+                    raise StoreOpenError(
+                        f"Cannot create the directory of the SQLite store {path}: {exc.strerror or exc}.",
+                        hint="pick a path in a directory you can write to",
+                    ) from exc
         self.path: str = path
         """Absolute path of the database file (or ``":memory:"``)."""
         self.busy_timeout: float = float(busy_timeout)
@@ -211,7 +225,7 @@ class SqliteLightningStore(LightningStore):
         busy = self.busy_timeout
 
         def connect() -> Any:  # must not capture `self`: the thread would keep the store alive
-            conn = open_connection(path, busy_timeout=busy)
+            conn = open_connection(path, busy_timeout=busy, read_only=read_only)
             ops.db = conn.cursor()
             return conn
 
@@ -235,6 +249,12 @@ class SqliteLightningStore(LightningStore):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.path!r})"
+
+    @property
+    def health_problem(self) -> str | None:
+        """Why the store cannot be used (its file was found damaged), or None while it is healthy."""
+        corrupt = self._executor.corrupt
+        return None if corrupt is None else f"{corrupt} Recovery: {corrupt.hint}"
 
     async def close(self) -> None:
         """Commit and acknowledge every queued call, then close the database. Idempotent."""
@@ -337,6 +357,7 @@ class SqliteLightningStore(LightningStore):
         """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        check_int_bound("limit", limit)
         worker = check_optional_str("worker_id", worker_id)
         if limit <= 0:
             return []

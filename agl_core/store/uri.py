@@ -12,7 +12,7 @@ from typing import Any
 from agl_core.store.base import LightningStore
 from agl_core.store.errors import InvalidRequestError
 
-__all__ = ["open_store", "parse_store_uri"]
+__all__ = ["check_store_uri", "open_store", "open_store_for_reading", "parse_store_uri"]
 
 _SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 
@@ -54,3 +54,29 @@ def open_store(uri: str, **kwargs: Any) -> LightningStore:
             f"The store for scheme {scheme!r} returned {type(store).__name__}, not a LightningStore."
         )
     return store
+
+
+def check_store_uri(uri: str) -> None:
+    """Fail now, without opening anything, when no installed store opens `uri`'s scheme.
+
+    Raises:
+        InvalidRequestError: the URI has no scheme.
+        UnknownComponentError: no store opens the scheme.
+    """
+    from agl_core.plugins import get_registry
+
+    get_registry("store").scheme_entry(parse_store_uri(uri))
+
+
+def open_store_for_reading(uri: str) -> LightningStore:
+    """Open a store for an inspection command: never create a store, never wait long for a server.
+
+    A SQLite file must exist and is opened read-only; an HTTP server gets one quick try; other
+    schemes open as :func:`open_store` does.
+    """
+    scheme = parse_store_uri(uri)
+    if scheme == "sqlite":
+        return open_store(uri, read_only=True)
+    if scheme in ("http", "https"):
+        return open_store(uri, retries=0, retry_timeout=0.0, timeout=10.0)
+    return open_store(uri)

@@ -54,6 +54,7 @@ from agl_core.store import (
     LightningStore,
     RolloutNotFoundError,
 )
+from agl_core.store._inputs import MAX_JSON_DEPTH
 from agl_core.testing.clock import FakeClock
 from agl_core.types import (
     LLM,
@@ -265,6 +266,15 @@ _MALFORMED_QUERIES: dict[str, tuple[StoreCall, type[Exception]]] = {
     "workers-filter_logic": (lambda s, r: s.query_workers(filter_logic="xor"), InvalidFilterError),  # type: ignore[arg-type]
     "workers-sort_by": (lambda s, r: s.query_workers(sort_by="no_such_field"), InvalidFilterError),
     "workers-limit-0": (lambda s, r: s.query_workers(limit=0), InvalidRequestError),
+    # Integers beyond 2**63-1 (SQLite's INTEGER) are refused by every backend alike (issue 20).
+    "rollouts-limit-2**63": (lambda s, r: s.query_rollouts(limit=2**63), InvalidRequestError),
+    "rollouts-offset-2**63": (lambda s, r: s.query_rollouts(offset=2**63), InvalidRequestError),
+    "spans-limit-2**63": (lambda s, r: s.query_spans(r, limit=2**63), InvalidRequestError),
+    "spans-offset-2**63": (lambda s, r: s.query_spans(r, offset=2**63), InvalidRequestError),
+    "attempts-offset-2**63": (lambda s, r: s.query_attempts(r, offset=2**63), InvalidRequestError),
+    "resources-limit-2**63": (lambda s, r: s.query_resources(limit=2**63), InvalidRequestError),
+    "workers-offset-2**63": (lambda s, r: s.query_workers(offset=2**63), InvalidRequestError),
+    "dequeue-limit-2**63": (lambda s, r: s.dequeue_many_rollouts(limit=2**63), InvalidRequestError),
 }
 
 _BAD_STATUS_FILTERS: dict[str, StoreCall] = {
@@ -285,7 +295,35 @@ def _malformed_spans(rollout_id: str, attempt_id: str) -> dict[str, object]:
         "empty-rollout-id": good.model_copy(update={"rollout_id": ""}),
         "negative-sequence-id": good.model_copy(update={"sequence_id": -1}),
         "string-sequence-id": good.model_copy(update={"sequence_id": "50"}),
+        "huge-sequence-id": good.model_copy(update={"sequence_id": 2**63}),
     }
+
+
+def _nested(depth: int) -> list[Any]:
+    """A list nested `depth` levels deep (``[[...[1]...]]``)."""
+    value: list[Any] = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+_BAD_JSON_VALUES: dict[str, tuple[Any, str]] = {
+    "nan": ({"score": float("nan")}, "NaN or Infinity"),
+    "inf": ([1.0, float("inf")], "NaN or Infinity"),
+    "-inf": ({"a": [float("-inf")]}, "NaN or Infinity"),
+    "too-deep": (_nested(MAX_JSON_DEPTH + 1), "levels deep"),
+}
+"""Values no store accepts (issue 20): JSON cannot hold NaN/Infinity; nesting is capped."""
+
+_JSON_VALUE_CALLS: dict[str, Callable[[LightningStore, AttemptedRollout, Any], Awaitable[Any]]] = {
+    "enqueue_rollout-input": lambda s, r, v: s.enqueue_rollout(v),
+    "start_rollout-input": lambda s, r, v: s.start_rollout(v),
+    "enqueue_rollout-metadata": lambda s, r, v: s.enqueue_rollout("x", metadata={"k": v}),
+    "enqueue_many_rollouts-input": lambda s, r, v: s.enqueue_many_rollouts([EnqueueRolloutRequest(input=v)]),
+    "update_rollout-input": lambda s, r, v: s.update_rollout(r.rollout_id, input=v),
+    "update_attempt-metadata": lambda s, r, v: s.update_attempt(r.rollout_id, "latest", metadata={"k": v}),
+    "update_worker-heartbeat_stats": lambda s, r, v: s.update_worker("w-json", heartbeat_stats={"k": v}),
+}
 
 
 # ---------------------------------------------------------------------------------------------- the suite
@@ -1872,6 +1910,25 @@ class StoreConformance:
             await call(store, rollout.rollout_id)
         assert isinstance(caught.value, ValueError)
         assert str(caught.value)
+
+    @pytest.mark.parametrize("value", sorted(_BAD_JSON_VALUES))
+    @pytest.mark.parametrize("call", sorted(_JSON_VALUE_CALLS))
+    async def test_unstorable_json_values_are_refused_alike(
+        self, store: LightningStore, call: str, value: str
+    ) -> None:
+        """NaN/Infinity and nesting beyond MAX_JSON_DEPTH raise InvalidRequestError on every backend."""
+        started = await store.start_rollout("x")
+        with pytest.raises(InvalidRequestError, match=_BAD_JSON_VALUES[value][1]):
+            await _JSON_VALUE_CALLS[call](store, started, _BAD_JSON_VALUES[value][0])
+        assert (await store.statistics())["total_rollouts"] == 1
+
+    async def test_json_values_at_the_depth_limit_round_trip(self, store: LightningStore) -> None:
+        """A value nested exactly MAX_JSON_DEPTH levels deep is stored and read back unchanged."""
+        deep = _nested(MAX_JSON_DEPTH)
+        rollout = await store.enqueue_rollout(deep, metadata={"k": _nested(MAX_JSON_DEPTH - 1)})
+        stored = await store.get_rollout_by_id(rollout.rollout_id)
+        assert stored is not None and stored.input == deep
+        assert stored.metadata == {"k": _nested(MAX_JSON_DEPTH - 1)}
 
     @pytest.mark.parametrize("kind", sorted(_malformed_spans("ro-x", "at-x")))
     async def test_malformed_span_is_rejected(self, store: LightningStore, kind: str) -> None:

@@ -10,9 +10,10 @@ Design (agl fixes of Agent Lightning 0.3 noted):
   (0.3 replaced the global provider). So spans of any other OpenTelemetry instrumentation, started
   inside a rollout, land in that rollout. Opt out with ``global_provider=False`` or
   ``AGL_OTEL_GLOBAL_PROVIDER=0``.
-* **Context-local attribution** (quirk #10). ``trace_context`` binds ``(rollout_id, attempt_id)`` in a
-  ``contextvars`` variable; the span processor records the binding when a span starts and routes the
-  finished span to it, so concurrent runners (threads or asyncio tasks) never mix spans.
+* **Context-local attribution** (quirk 10 in docs/migrating-from-agent-lightning.md). ``trace_context``
+  binds ``(rollout_id, attempt_id)`` in a ``contextvars`` variable; the span processor records the
+  binding when a span starts and routes the finished span to it, so concurrent runners (threads or
+  asyncio tasks) never mix spans.
 * **Streaming with a bounded flush.** A background sender on the context's event loop writes finished
   spans in batches (``get_many_span_sequence_ids`` + ``add_many_spans``) without blocking the agent; on
   exit the context waits (at most ``flush_timeout`` seconds) until every span is in the store. Failures

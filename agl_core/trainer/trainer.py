@@ -64,7 +64,8 @@ class Trainer:
     these gets them too), strategy ``"cs"`` (`ClientServerExecutionStrategy`,
     port ``port`` or 4747), no algorithm (the store is driven from outside) and no LLM proxy.
 
-    Fixes of Agent Lightning 0.3: every runner worker gets its own runner and tracer (quirk #10); a live
+    Fixes of Agent Lightning 0.3: every runner worker gets its own runner and tracer (quirk 10 in
+    docs/migrating-from-agent-lightning.md); a live
     progress display (``progress=False`` turns it off).
 
     Args:

@@ -166,17 +166,17 @@ def test_json_output_and_attempt_selection(tmp_path: Path) -> None:
     assert code == 1 and f"Analysed: attempt {attempt_id}" in out
 
 
-def test_unusable_inputs_exit_2_with_the_reason(tmp_path: Path) -> None:
+def test_unusable_inputs_exit_3_with_the_reason(tmp_path: Path) -> None:
     uri, rid, _ = record(tmp_path, two_agents)
     code, out = doctor("ro-nope", "--store", uri)
-    assert code == 2
-    assert "Error: Rollout 'ro-nope' is not in this store; check the id and the --store URI." in out
+    assert code == 3
+    assert "agl: error: Rollout 'ro-nope' is not in this store; check the id and the --store URI." in out
     code, out = doctor(rid, "--store", uri, "--attempt", "at-nope")
-    assert code == 2 and f"Rollout {rid!r} has no attempt 'at-nope' (attempts: at-" in out
+    assert code == 3 and f"Rollout {rid!r} has no attempt 'at-nope' (attempts: at-" in out
     code, out = doctor(rid, "--store", "no-scheme")
-    assert code == 2 and "has no scheme" in out
+    assert code == 3 and "has no scheme" in out
     code, out = doctor(rid, "--store", uri, "--adapter", "nonsense")
-    assert code == 2 and "nonsense" in out
+    assert code == 3 and "nonsense" in out
 
 
 def test_proxy_adapter_on_a_tracer_only_rollout(tmp_path: Path) -> None:

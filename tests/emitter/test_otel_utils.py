@@ -1,4 +1,5 @@
-"""agl_core.utils.otel: flatten/unflatten, sanitizing, tags, links, provider lookup (inventory §4.3)."""
+"""agl_core.utils.otel: flatten/unflatten, sanitizing, tags, links, provider lookup (as in Agent Lightning
+0.3)."""
 
 from __future__ import annotations
 

@@ -96,3 +96,26 @@ def test_missing_ray_plugin_names_the_distribution(plugin_manager: PluginManager
     with pytest.raises(UnknownComponentError, match="agl-ray") as info:
         agl.Trainer(strategy="ray", progress=False)
     assert "Registered strategies: cs, shm" in str(info.value)
+
+
+@agl.rollout
+def cli_agent(task: int) -> float:
+    """An agent `agl runner` can import in the CLI tests."""
+    return 1.0
+
+
+def test_agl_runner_rejects_a_strategy_that_cannot_place_runners(plugin_manager: PluginManager) -> None:
+    from click.testing import CliRunner
+
+    from agl_core.cli.runner_cmd import runner_command
+
+    args = ["--store", "http://127.0.0.1:9", "--agent", "tests.plugins.test_strategies_hook:cli_agent"]
+    result = CliRunner().invoke(runner_command, [*args, "--strategy", "shm"])
+    assert result.exit_code == 2
+    assert "Strategy 'shm' cannot place runners on its own" in result.output
+    result = CliRunner().invoke(runner_command, [*args, "--address", "auto"])
+    assert result.exit_code == 2
+    assert "--address only applies to a cluster strategy" in result.output
+    result = CliRunner().invoke(runner_command, [*args, "--strategy", "nope"])
+    assert result.exit_code == 2
+    assert "Unknown strategy 'nope'" in result.output

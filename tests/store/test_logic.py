@@ -200,7 +200,12 @@ def test_rollout_end_time_and_enqueue() -> None:
     ("rollout_status", "attempt_status", "is_latest", "expected"),
     [
         ("preparing", "preparing", True, ("running", "running")),
-        ("queuing", "preparing", True, ("running", "running")),  # quirk 6 fixed
+        (
+            "queuing",
+            "preparing",
+            True,
+            ("running", "running"),
+        ),  # quirk 6 in docs/migrating-from-agent-lightning.md fixed
         ("requeuing", "unresponsive", True, ("running", "running")),
         ("running", "running", True, ("running", None)),
         ("preparing", "preparing", False, ("running", None)),  # not latest: rollout untouched
@@ -640,7 +645,7 @@ def make_store_class(**overrides: Callable[..., Any]) -> type[LightningStore]:
     return type("FakeStore", (LightningStore,), namespace)
 
 
-def test_contract_is_abstract_and_has_the_inventory_methods() -> None:
+def test_contract_is_abstract_and_has_the_0_3_methods() -> None:
     with pytest.raises(TypeError):
         LightningStore()  # type: ignore[abstract]
     expected = {

@@ -12,7 +12,8 @@ once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays 
 retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
 issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
 
-Differences from Agent Lightning 0.3 (inventory §2.6, quirks 1 and 4): ``wait_for_rollouts`` accepts
+Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
+``wait_for_rollouts`` accepts
 any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
 ``get_many_span_sequence_ids`` are one request each, not one per item; 4xx answers are never retried;
 ``dequeue_*`` and the ``get_*`` methods raise on a failure instead of returning None or ``[]``, so an
@@ -34,7 +35,8 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
-from agl_core.store import _logic
+from agl_core.semconv import LightningResourceAttributes
+from agl_core.store import _inputs, _logic
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -98,6 +100,25 @@ def _segment(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise InvalidRequestError(f"{what} must be a string, got {type(value).__name__} {value!r}.")
     return quote(value, safe="").replace(".", "%2E")
+
+
+def with_identity_resource(span: Span) -> Span:
+    """``span`` with its rollout id, attempt id and sequence id in its resource attributes.
+
+    Spans that reach a store over HTTP carry their identity in the resource, as OTLP-exported spans
+    did in Agent Lightning 0.3 (``agentlightning.rollout_id`` / ``attempt_id`` / ``span_sequence_id``);
+    a span that already has them is returned as is.
+    """
+    attributes = span.resource.attributes
+    identity = {
+        LightningResourceAttributes.ROLLOUT_ID.value: span.rollout_id,
+        LightningResourceAttributes.ATTEMPT_ID.value: span.attempt_id,
+        LightningResourceAttributes.SPAN_SEQUENCE_ID.value: span.sequence_id,
+    }
+    if all(attributes.get(key) == value for key, value in identity.items()):
+        return span
+    resource = span.resource.model_copy(update={"attributes": {**attributes, **identity}})
+    return span.model_copy(update={"resource": resource})
 
 
 class LightningStoreClient(LightningStore):
@@ -215,8 +236,12 @@ class LightningStoreClient(LightningStore):
         mutating: bool = False,
         timeout: float | None = None,
         base: str | None = None,
+        tries: list[int] | None = None,
     ) -> bytes:
-        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error."""
+        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error.
+
+        `tries`, when given, receives the number of tries it took (in ``tries[0]``).
+        """
         target = (self._api if base is None else base) + path
         if params:
             target += "?" + urlencode(params)
@@ -237,6 +262,8 @@ class LightningStoreClient(LightningStore):
                 status, raw = 0, b""
             if transport_error is None:
                 if status < 400:
+                    if tries is not None:
+                        tries[0] = attempt + 1
                     return raw
                 if status == 500:
                     server_faults += 1
@@ -301,6 +328,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
             "worker_id": worker_id,
         }
+        _check_values(payload)
         return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
 
     async def enqueue_rollout(
@@ -319,6 +347,7 @@ class LightningStoreClient(LightningStore):
             "config": config,
             "metadata": metadata,
         }
+        _check_values(item)
         result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
         if len(result) != 1:
             raise StoreServerError(
@@ -330,8 +359,9 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.enqueue_many_rollouts` (one request)."""
         if not rollouts:
             return []
+        batch = _inputs.check_enqueue_requests(rollouts)
         return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/enqueue", {"rollouts": list(rollouts)}, list[Rollout]
+            "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
         )
 
     async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
@@ -440,6 +470,7 @@ class LightningStoreClient(LightningStore):
             "metadata": metadata,
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
+        _check_values(payload)
         return await self._post(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", payload, Rollout)  # type: ignore[no-any-return]
 
     async def update_attempt(
@@ -464,6 +495,7 @@ class LightningStoreClient(LightningStore):
         }
         payload = {key: value for key, value in fields.items() if value is not UNSET}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
+        _check_values(payload)
         return await self._post(path, payload, Attempt)  # type: ignore[no-any-return]
 
     async def wait_for_rollouts(
@@ -517,7 +549,17 @@ class LightningStoreClient(LightningStore):
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
         _logic.validate_span(span)
-        return await self._post("/spans", span, Span | None)  # type: ignore[no-any-return]
+        sent = with_identity_resource(span)
+        tries = [0]
+        raw = await self._call("POST", "/spans", _encode(sent), mutating=True, tries=tries)
+        stored: Span | None = _decode(Span | None, raw)
+        if stored is None and tries[0] > 1:
+            # Retried: the first try may have been written before the connection (or the server)
+            # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
+            page = await self.query_spans(span.rollout_id, span.attempt_id, span_id=span.span_id, limit=1)
+            if page.items and page.items[0].model_dump() == sent.model_dump():
+                return page.items[0]
+        return stored
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
@@ -526,8 +568,9 @@ class LightningStoreClient(LightningStore):
             return []
         for span in batch:
             _logic.validate_span(span)
+        sent = [with_identity_resource(span) for span in batch]
         raw = await self._call(
-            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
+            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(sent) + b"}", mutating=True
         )
         inserted = pydantic_core.from_json(raw)["inserted"]
         return [batch[i] for i in inserted]
@@ -673,10 +716,18 @@ class LightningStoreClient(LightningStore):
         if worker_id == "":
             raise InvalidRequestError("worker_id must be a non-empty string.")
         payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
+        _check_values(payload)
         return await self._post(f"/workers/{_segment(worker_id, 'worker_id')}", payload, Worker)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------- helpers
+
+
+def _check_values(fields: dict[str, Any]) -> None:
+    """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
+    for name in ("input", "metadata", "heartbeat_stats"):
+        if name in fields:
+            _inputs.check_json_value(name, fields[name])
 
 
 def _json_or_none(raw: bytes) -> Any:

@@ -36,6 +36,7 @@ from agl_core.store.errors import (
     ResourcesNotFoundError,
     RolloutNotFoundError,
     StoreClosedError,
+    StoreCorruptError,
     StoreError,
 )
 
@@ -104,6 +105,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[BaseException], int], ...] = (
     (InvalidRequestError, 400),
     (StoreAuthenticationError, 401),
     (StoreClosedError, 503),
+    (StoreCorruptError, 503),
 )
 
 

@@ -170,7 +170,14 @@ class StoreApi:
     # ------------------------------------------------------------------------------ meta
 
     async def root_health(self, request: web.Request) -> web.Response:
-        """``GET /health``."""
+        """``GET /health``: 200 ``{"status":"ok"}``, or 503 with the reason once the store is unusable.
+
+        A store reports a problem through an optional ``health_problem`` attribute (the SQLite store
+        does once it found its file damaged).
+        """
+        problem = getattr(self.store, "health_problem", None)
+        if problem:
+            return json_response({"status": "unhealthy", "reason": str(problem)}, 503)
         return web.Response(body=b'{"status":"ok"}', content_type=_JSON)
 
     health = root_health
@@ -297,6 +304,16 @@ class StoreApi:
         return json_response(
             await self.store.update_attempt(info["rollout_id"], info["attempt_id"], **changes)
         )
+
+    async def rollout_doctor(self, request: web.Request) -> web.Response:
+        """``GET /v1/agl/rollouts/{rollout_id}/doctor``: `agl_core.adapter.doctor.diagnose_rollout`."""
+        from agl_core.adapter.doctor import diagnose_rollout
+
+        q: m.DoctorQuery = self._query(request, m.DoctorQuery)
+        report = await diagnose_rollout(
+            self.store, request.match_info["rollout_id"], attempt=q.attempt, adapter=q.adapter
+        )
+        return json_response(report)
 
     async def wait_rollouts(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/waits/rollouts``: one long poll, capped at ``max_wait_seconds``.

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agl_core.store._inputs import MAX_STORE_INT
 from agl_core.store.base import LightningStore
 from agl_core.store.errors import InvalidRequestError, NotFoundError
 from agl_core.store.http.errors import UnsupportedMediaTypeError
@@ -429,6 +430,9 @@ async def ingest_spans(store: LightningStore, decoded: list[_Decoded]) -> Ingest
     issued = iter(await store.get_many_span_sequence_ids(missing) if missing else ())
     spans: list[Span] = []
     for rollout_id, attempt_id, seq, data in tagged:
+        if seq is not None and seq > MAX_STORE_INT:
+            result.reject(1, f"span {data.get('span_id')!r}: {SEQUENCE_ID_KEY} {seq} exceeds 2**63-1")
+            continue
         data["rollout_id"], data["attempt_id"] = rollout_id, attempt_id
         data["sequence_id"] = seq if seq is not None else next(issued)
         try:

@@ -5,7 +5,8 @@ token check, idempotent replay for mutating routes and error mapping -- no middl
 per-request overhead stays small. Unknown paths get a JSON 404, known paths with a wrong method a JSON
 405 (with ``Allow``), and CORS preflights are answered when CORS is on.
 
-Differences from Agent Lightning 0.3 (inventory §2.6, quirk 1): store errors are 4xx with a typed JSON
+Differences from Agent Lightning 0.3 (quirk 1 in docs/migrating-from-agent-lightning.md): store errors are
+4xx with a typed JSON
 body (unknown id 404, bad argument 400, schema mismatch 422, oversized body 413) and only genuine
 server faults are 500, so clients never retry a caller's mistake; the server binds 127.0.0.1 by
 default and can require a bearer token; ``wait_for_rollouts`` long-polls on the server (one poll is
@@ -24,10 +25,12 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.errors import error_payload, status_for_exception
+from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
 from agl_core.store.http.routes import ROUTES, Route
@@ -69,6 +72,8 @@ class LightningStoreServer(DelegatingLightningStore):
         max_wait_seconds: Cap of one ``wait_for_rollouts`` long poll.
         idempotency_entries: How many answers of mutating requests are kept for retried requests.
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
+        allowed_hosts: Host header names accepted besides the loopback ones when bound to loopback
+            (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
         cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
             arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
     """
@@ -85,6 +90,7 @@ class LightningStoreServer(DelegatingLightningStore):
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         idempotency_entries: int = 10_000,
         shutdown_timeout: float = 10.0,
+        allowed_hosts: Sequence[str] | None = None,
         cors_allow_origins: Sequence[str] | str | None = None,
         launch_mode: str | None = None,
         launcher_args: object = None,
@@ -103,7 +109,7 @@ class LightningStoreServer(DelegatingLightningStore):
         self.host = host
         self._requested_port = port
         self._bound_port: int | None = None
-        self._expected_auth = f"Bearer {token}".encode() if token else None
+        self._expected_auth = token.encode() if token else None
         origins = [o.strip().rstrip("/") for o in cors_origins or () if o.strip()]
         self._cors_all = "*" in origins
         self._cors_origins = frozenset(origins) if cors_origins is not None else None
@@ -112,6 +118,8 @@ class LightningStoreServer(DelegatingLightningStore):
         self.api = StoreApi(store, max_body_bytes=max_body_bytes, max_wait_seconds=max_wait_seconds)
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
+        self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
+        self._error_log = ErrorLogLimiter(logger)
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
         self.app = self._build_app()
@@ -141,9 +149,12 @@ class LightningStoreServer(DelegatingLightningStore):
     # ------------------------------------------------------------------------------ app
 
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body_bytes)
+        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[self._guard.middleware])
         for route in ROUTES:
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
+            if route.method == "GET" and route.path.endswith("/health"):
+                app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+        add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         if self._cors_origins is not None:
             app.on_response_prepare.append(self._add_cors_headers)
@@ -159,8 +170,11 @@ class LightningStoreServer(DelegatingLightningStore):
         async def endpoint(request: web.Request) -> web.StreamResponse:
             try:
                 if needs_auth:
-                    given = request.headers.get("Authorization", "").encode()
-                    if not hmac.compare_digest(given, expected):  # type: ignore[arg-type]
+                    scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+                    if scheme.lower() != "bearer" or not hmac.compare_digest(
+                        given.strip().encode(),
+                        expected,  # type: ignore[arg-type]
+                    ):
                         return self._unauthorized()
                 if mutating:
                     key = request.headers.get(_IDEMPOTENCY_HEADER)
@@ -221,7 +235,13 @@ class LightningStoreServer(DelegatingLightningStore):
             status = status_for_exception(exc)
             payload = error_payload(exc, status)
         if status >= 500:
-            logger.error("%s %s failed", request.method, request.path, exc_info=exc)
+            key = (
+                type(exc).__name__,
+                request.match_info.route.resource.canonical
+                if request.match_info.route.resource
+                else request.path,
+            )
+            self._error_log.error(key, "%s %s failed", request.method, request.path, exc_info=exc)
         elif logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s %s -> %d: %s", request.method, request.path, status, exc)
         return json_response(payload, status)
@@ -274,7 +294,10 @@ class LightningStoreServer(DelegatingLightningStore):
 
     async def _add_cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
         origin = request.headers.get("Origin")
-        if origin and self._origin_allowed(origin):
+        if origin and self._cors_all:  # any origin: never together with credentials
+            response.headers["Access-Control-Allow-Origin"] = "*"
+            response.headers["Access-Control-Expose-Headers"] = "*"
+        elif origin and self._origin_allowed(origin):
             response.headers["Access-Control-Allow-Origin"] = origin
             response.headers["Access-Control-Allow-Credentials"] = "true"
             response.headers["Access-Control-Expose-Headers"] = "*"

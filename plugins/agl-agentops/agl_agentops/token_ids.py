@@ -26,7 +26,7 @@ from agl_agentops._core import StreamAccumulator, request_attributes, response_a
 
 __all__ = ["instrument_token_ids", "is_token_ids_instrumented", "uninstrument_token_ids"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.token_ids")
 
 _MODULE = "agentops.instrumentation.providers.openai.stream_wrapper"
 _STREAM_CLASSES = ("OpenaiStreamWrapper", "OpenAIAsyncStreamWrapper")

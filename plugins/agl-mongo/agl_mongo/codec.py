@@ -18,6 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from agl_core.store import InvalidRequestError
+from agl_core.store.logic import check_json_value
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -59,6 +60,7 @@ _CONFIG_CACHE: dict[str, RolloutConfig] = {}
 
 def dump_json(name: str, value: Any) -> str:
     """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    check_json_value(name, value)  # NaN/Infinity and nesting: refused like every other store
     try:
         return to_json(value, inf_nan_mode="constants").decode()
     except (PydanticSerializationError, TypeError, ValueError) as exc:

@@ -265,6 +265,7 @@ class MongoLightningStore(LightningStore):
         """Claim up to `limit` rollouts in FIFO order, one atomic claim each."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        store_logic.check_int_bound("limit", limit)
         worker = check_optional_str("worker_id", worker_id)
         if limit <= 0:
             return []

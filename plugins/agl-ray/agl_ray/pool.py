@@ -78,6 +78,7 @@ class RunnerActorPool:
         max_restarts: int,
         connect_timeout: float,
         grace: float,
+        first_worker_id: int = 0,
     ) -> None:
         self.store = store
         self.store_uri = store_uri
@@ -92,7 +93,7 @@ class RunnerActorPool:
         self._actor_cls = ray.remote(RunnerActor).options(**actor_options)
         self._bundle_ref = ray.put(bundle)
         self._members: dict[int, _Member] = {}
-        self._ids = itertools.count()
+        self._ids = itertools.count(first_worker_id)
         self._worker_ids: list[int] = []
         self._closing = False
 

@@ -89,6 +89,7 @@ class RayExecutionStrategy(ExecutionStrategy):
         graceful_timeout: Seconds a stopping actor gets for its rollout before it is cancelled.
         connect_timeout: Seconds an actor waits for the store before failing the run.
         init_kwargs: Extra keyword arguments of ``ray.init`` (``num_cpus``, ``include_dashboard``...).
+        first_worker_id: Worker id of the first actor (``Worker-<id>`` in the store); the next count up.
     """
 
     def __init__(
@@ -105,6 +106,7 @@ class RayExecutionStrategy(ExecutionStrategy):
         graceful_timeout: float = 10.0,
         connect_timeout: float = 15.0,
         init_kwargs: Mapping[str, Any] | None = None,
+        first_worker_id: int = 0,
     ) -> None:
         if not isinstance(n_runners, int) or isinstance(n_runners, bool) or n_runners < 1:
             raise ValueError(f"n_runners must be an integer >= 1, got {n_runners!r}.")
@@ -137,6 +139,7 @@ class RayExecutionStrategy(ExecutionStrategy):
         self.graceful_timeout = float(graceful_timeout)
         self.connect_timeout = float(connect_timeout)
         self.init_kwargs = dict(init_kwargs or {})
+        self.first_worker_id = first_worker_id
         self._pool: RunnerActorPool | None = None
         self.last_run: dict[str, Any] = {}
         """Figures of the last run: actors ``started``, ``deaths``, ``replaced``, ``live_counts``."""
@@ -194,6 +197,7 @@ class RayExecutionStrategy(ExecutionStrategy):
                 max_restarts=self.max_restarts,
                 connect_timeout=self.connect_timeout,
                 grace=self.graceful_timeout,
+                first_worker_id=self.first_worker_id,
             )
             pool.scale(self.n_runners)
             self._pool = pool

@@ -96,8 +96,8 @@ def test_serve_reports_a_busy_port(tmp_path: Path) -> None:
         wait_healthy(f"http://127.0.0.1:{port}", first)
         second = _serve(tmp_path, port, "--store", "memory:")
         _, err = second.communicate(timeout=60)
-        assert second.returncode == 1
-        assert "Cannot listen" in err and str(port) in err
+        assert second.returncode == 6  # ExitCode.BUSY
+        assert "Cannot listen" in err and str(port) in err and "Traceback" not in err
     finally:
         first.terminate()
         first.communicate(timeout=60)

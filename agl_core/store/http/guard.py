@@ -1,0 +1,151 @@
+"""Request guards of the store server: no cross-site writes, no DNS rebinding, no log floods.
+
+A web page in the user's browser can send requests to ``127.0.0.1``; the guards make sure it
+cannot change the store (see docs/store-http.md, "Browser safety"):
+
+* **Host**: when the server is bound to a loopback address, the ``Host`` header must name a
+  loopback host (DNS rebinding); other names are allowed with ``allowed_hosts``.
+* **Origin**: a request carrying an ``Origin`` that is neither the server itself nor an allowed
+  CORS origin is refused (403); the health checks answer any origin.
+* **Content-Type**: mutating requests (POST, PUT, PATCH, DELETE) must be ``application/json``
+  (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a page can send
+  without a preflight -- gets 415.
+* **Content-Encoding**: only ``gzip``, ``deflate`` and ``identity``; others get a JSON 415.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["ErrorLogLimiter", "RequestGuard"]
+
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_JSON_TYPES = frozenset({"application/json"})
+_OTLP_TYPES = frozenset({"application/json", "application/x-protobuf", "application/protobuf"})
+_OTLP_PATH_SUFFIX = "/v1/traces"
+_ENCODINGS = frozenset({"", "identity", "gzip", "deflate", "x-gzip"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    return web.json_response({"error": {"type": kind, "message": message, "details": {}}}, status=status)
+
+
+def _host_name(host_header: str) -> str:
+    """``"127.0.0.1:4747"`` -> ``"127.0.0.1"``, ``"[::1]:80"`` -> ``"::1"``."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class RequestGuard:
+    """aiohttp middleware enforcing the Host, Origin, Content-Type and Content-Encoding rules.
+
+    Args:
+        bind_host: The address the server binds; Host is checked only for a loopback bind.
+        origin_allowed: Whether an ``Origin`` is an allowed CORS origin.
+        allowed_hosts: Extra Host names to accept (``"*"``: accept any Host).
+    """
+
+    def __init__(
+        self,
+        bind_host: str,
+        origin_allowed: Callable[[str], bool],
+        allowed_hosts: Iterable[str] | None = None,
+    ) -> None:
+        extra = {h.strip().lower() for h in allowed_hosts or () if h.strip()}
+        self._any_host = "*" in extra or bind_host not in _LOOPBACK_HOSTS
+        self._hosts = frozenset(_LOOPBACK_HOSTS | extra | {bind_host.lower()})
+        self._origin_allowed = origin_allowed
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Refuse the request when a rule is broken, else run the handler."""
+        refusal = self.check(request)
+        if refusal is not None:
+            return refusal
+        return await handler(request)
+
+    def check(self, request: web.Request) -> web.Response | None:
+        """The refusal for `request`, or None when it may go on."""
+        host = _host_name(request.headers.get("Host", ""))
+        if not self._any_host and host not in self._hosts:
+            return _error(
+                421,
+                "MisdirectedRequest",
+                f"Host {host!r} is not this server's address; start `agl store serve` with "
+                f"--allowed-host {host} to accept it.",
+            )
+        origin = request.headers.get("Origin")
+        health = request.method == "OPTIONS" or (
+            request.method in ("GET", "HEAD") and request.path.endswith("/health")
+        )
+        if (
+            origin is not None
+            and not health
+            and not self._same_origin(origin, request)
+            and not self._origin_allowed(origin)
+        ):
+            return _error(
+                403,
+                "ForbiddenOrigin",
+                f"Requests from the web origin {origin!r} are refused; allow it with --cors-origin {origin}.",
+            )
+        encoding = request.headers.get("Content-Encoding", "").strip().lower()
+        if encoding not in _ENCODINGS:
+            return _error(
+                415,
+                "UnsupportedMediaTypeError",
+                f"Content-Encoding {encoding!r} is not supported; send the body uncompressed or with gzip.",
+            )
+        if request.method in _MUTATING:
+            ctype = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
+            allowed = _OTLP_TYPES if request.path.endswith(_OTLP_PATH_SUFFIX) else _JSON_TYPES
+            if ctype not in allowed:
+                return _error(
+                    415,
+                    "UnsupportedMediaTypeError",
+                    f"{request.method} {request.path} needs Content-Type: {' or '.join(sorted(allowed))}, "
+                    f"got {ctype or 'none'!r}.",
+                )
+        return None
+
+    def _same_origin(self, origin: str, request: web.Request) -> bool:
+        tail = origin.split("://", 1)[-1].rstrip("/").lower()
+        return tail == request.headers.get("Host", "").strip().lower()
+
+
+class ErrorLogLimiter:
+    """Logs the traceback of a repeated server error once per `window` seconds, then counts repeats.
+
+    42k identical failing requests write one traceback and a summary line per window, not 42k.
+    """
+
+    def __init__(self, logger: logging.Logger, window: float = 60.0) -> None:
+        self._logger = logger
+        self.window = window
+        self._seen: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def error(self, key: tuple[str, str], message: str, *args: Any, exc_info: BaseException) -> None:
+        """Log `message` with its traceback, unless the same `key` was logged within the window."""
+        now = time.monotonic()
+        last, suppressed = self._seen.get(key, (float("-inf"), 0))
+        if now - last < self.window:
+            self._seen[key] = (last, suppressed + 1)
+            return
+        if suppressed:
+            self._logger.error(
+                "%d more %s errors in the last %.0f s (not logged)", suppressed, key[0], now - last
+            )
+        if len(self._seen) > 1024:
+            self._seen.clear()
+        self._seen[key] = (now, 0)
+        self._logger.error(message, *args, exc_info=exc_info)

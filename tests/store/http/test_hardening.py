@@ -1,0 +1,174 @@
+"""Hostile HTTP input gets a 4xx JSON answer, never a 5xx; browsers cannot write cross-site (issue 20)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+
+import pytest
+
+from agl_core.store.http import BackgroundServer, LightningStoreClient
+from agl_core.store.memory import InMemoryLightningStore
+from agl_core.testing.store_conformance import make_span
+from agl_core.types import Span
+
+from .conftest import TOKEN
+from .test_rest_api import request
+
+HUGE = str(2**63)
+
+
+@pytest.mark.parametrize("query", [f"limit={HUGE}", f"offset={HUGE}"])
+def test_integers_beyond_int64_get_400(server: BackgroundServer, query: str) -> None:
+    status, _, body = request(server.endpoint, "GET", f"/v1/agl/rollouts?{query}")
+    assert status == 400
+    assert "2**63-1" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]
+)
+def test_simple_cross_site_bodies_are_refused(server: BackgroundServer, content_type: str) -> None:
+    status, _, body = request(
+        server.endpoint,
+        "POST",
+        "/v1/agl/queues/rollouts/enqueue",
+        raw=b'{"rollouts": [{"input": "x"}]}',
+        headers={"Content-Type": content_type},
+    )
+    assert status == 415, body
+    assert request(server.endpoint, "GET", "/v1/agl/statistics")[2]["total_rollouts"] == 0
+
+
+def test_foreign_origin_cannot_write(server: BackgroundServer) -> None:
+    status, _, body = request(
+        server.endpoint,
+        "POST",
+        "/v1/agl/queues/rollouts/enqueue",
+        {"rollouts": [{"input": "x"}]},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert status == 403 and body["error"]["type"] == "ForbiddenOrigin"
+
+
+def test_host_header_is_checked_against_the_bound_address(server: BackgroundServer) -> None:
+    status, _, body = request(server.endpoint, "GET", "/v1/agl/rollouts", headers={"Host": "evil.example"})
+    assert status == 421, body
+    assert request(server.endpoint, "GET", "/v1/agl/rollouts", headers={"Host": "localhost:1"})[0] == 200
+
+
+def test_any_origin_cors_never_echoes_with_credentials() -> None:
+    with BackgroundServer(InMemoryLightningStore, cors_origins=["*"]) as running:
+        _, headers, _ = request(
+            running.endpoint, "GET", "/v1/agl/rollouts", headers={"Origin": "http://evil.example"}
+        )
+    assert headers.get("access-control-allow-origin") == "*"
+    assert "access-control-allow-credentials" not in headers
+
+
+def test_head_health(server: BackgroundServer) -> None:
+    assert request(server.endpoint, "HEAD", "/health")[0] == 200
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_bearer_scheme_is_case_insensitive(token_server: BackgroundServer, scheme: str) -> None:
+    headers = {"Authorization": f"{scheme} {TOKEN}"}
+    assert request(token_server.endpoint, "GET", "/v1/agl/rollouts", headers=headers)[0] == 200
+
+
+def test_repeated_server_errors_log_one_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    from agl_core.store.http.guard import ErrorLogLimiter
+
+    logger = logging.getLogger("agl.test.flood")
+    limiter = ErrorLogLimiter(logger, window=3600)
+    with caplog.at_level(logging.ERROR, logger="agl.test.flood"):
+        for _ in range(1000):
+            limiter.error(
+                ("OverflowError", "/v1/agl/rollouts"), "GET %s failed", "/x", exc_info=OverflowError()
+            )
+    assert len(caplog.records) == 1
+
+
+class _CrashingRelay:
+    """TCP relay: the first connection's request reaches server A, whose answer is then lost (as if A
+    crashed after writing); later connections go to server B, which has no memory of the request."""
+
+    def __init__(self, first: str, then: str) -> None:
+        self._targets = [_address(first), _address(then)]
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            self._connections += 1
+            if self._connections == 1:
+                threading.Thread(target=self._lose_answer, args=(client,), daemon=True).start()
+            else:
+                upstream = socket.create_connection(self._targets[1], timeout=30)
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    def _lose_answer(self, client: socket.socket) -> None:
+        with client, socket.create_connection(self._targets[0], timeout=30) as upstream:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += client.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            while len(body) < length:
+                body += client.recv(65536)
+            upstream.sendall(head + b"\r\n\r\n" + body)
+            assert upstream.recv(65536)  # A answered: the write happened; the answer is dropped
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _address(url: str) -> tuple[str, int]:
+    host, port = url.split("://", 1)[1].rsplit(":", 1)
+    return host, int(port)
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+def test_retried_add_span_after_a_crash_returns_the_stored_span() -> None:
+    store = InMemoryLightningStore()
+    with BackgroundServer(store) as first, BackgroundServer(store) as restarted:
+        relay = _CrashingRelay(first.endpoint, restarted.endpoint)
+
+        async def scenario() -> tuple[Span | None, Span | None]:
+            started = await store.start_rollout("x")
+            span = make_span(started.rollout_id, started.attempt.attempt_id, 1)
+            client = LightningStoreClient(relay.endpoint, backoff=(0.01, 0.05))
+            try:
+                retried = await client.add_span(span)
+                duplicate = await client.add_span(span)  # a genuine second add: still None
+            finally:
+                await client.close()
+            return retried, duplicate
+
+        try:
+            retried, duplicate = asyncio.run(scenario())
+        finally:
+            relay.close()
+    assert retried is not None and retried.span_id is not None
+    assert duplicate is None
