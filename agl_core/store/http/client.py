@@ -35,7 +35,6 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
-from agl_core.semconv import LightningResourceAttributes
 from agl_core.store import _logic
 from agl_core.store.base import (
     UNSET,
@@ -100,25 +99,6 @@ def _segment(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise InvalidRequestError(f"{what} must be a string, got {type(value).__name__} {value!r}.")
     return quote(value, safe="").replace(".", "%2E")
-
-
-def with_identity_resource(span: Span) -> Span:
-    """``span`` with its rollout id, attempt id and sequence id in its resource attributes.
-
-    Spans that reach a store over HTTP carry their identity in the resource, as OTLP-exported spans
-    did in Agent Lightning 0.3 (``agentlightning.rollout_id`` / ``attempt_id`` / ``span_sequence_id``);
-    a span that already has them is returned as is.
-    """
-    attributes = span.resource.attributes
-    identity = {
-        LightningResourceAttributes.ROLLOUT_ID.value: span.rollout_id,
-        LightningResourceAttributes.ATTEMPT_ID.value: span.attempt_id,
-        LightningResourceAttributes.SPAN_SEQUENCE_ID.value: span.sequence_id,
-    }
-    if all(attributes.get(key) == value for key, value in identity.items()):
-        return span
-    resource = span.resource.model_copy(update={"attributes": {**attributes, **identity}})
-    return span.model_copy(update={"resource": resource})
 
 
 class LightningStoreClient(LightningStore):
@@ -538,7 +518,7 @@ class LightningStoreClient(LightningStore):
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
         _logic.validate_span(span)
-        return await self._post("/spans", with_identity_resource(span), Span | None)  # type: ignore[no-any-return]
+        return await self._post("/spans", span, Span | None)  # type: ignore[no-any-return]
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
@@ -547,9 +527,8 @@ class LightningStoreClient(LightningStore):
             return []
         for span in batch:
             _logic.validate_span(span)
-        sent = [with_identity_resource(span) for span in batch]
         raw = await self._call(
-            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(sent) + b"}", mutating=True
+            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
         )
         inserted = pydantic_core.from_json(raw)["inserted"]
         return [batch[i] for i in inserted]
