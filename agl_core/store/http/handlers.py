@@ -136,7 +136,9 @@ class StoreApi:
                 "batches (or raise --max-body-bytes)."
             ) from None
         except (web.RequestPayloadError, asyncio.IncompleteReadError) as exc:
-            raise InvalidRequestError(f"The request body could not be read: {exc}.") from None
+            error = InvalidRequestError(f"The request body could not be read: {' '.join(str(exc).split())}.")
+            error.close_connection = True  # type: ignore[attr-defined]  # the parser cannot go on
+            raise error from None
 
     async def _body(self, request: web.Request, type_: Any, *, required: bool) -> Any:
         raw = await self._raw(request)

@@ -225,6 +225,10 @@ class LightningStoreServer:
                 else request.path,
             )
             self._error_log.error(key, "%s %s failed", request.method, request.path, exc_info=exc)
+        if getattr(exc, "close_connection", False):
+            response = json_response(payload, status)
+            response.force_close()  # answer with Connection: close, so the next request opens a new one
+            return response
         elif logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s %s -> %d: %s", request.method, request.path, status, exc)
         return json_response(payload, status)

@@ -172,3 +172,21 @@ def test_retried_add_span_after_a_crash_returns_the_stored_span() -> None:
             relay.close()
     assert retried is not None and retried.span_id is not None
     assert duplicate is None
+
+
+def test_undecodable_gzip_body_answers_json_and_closes_cleanly(server: BackgroundServer) -> None:
+    body = b"\x1f\x8b\x08\x00not-really-gzip"
+    head = (
+        "POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(_address(server.endpoint), timeout=30) as sock:
+        sock.sendall(head.encode() + body)
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes after answering: no reset, no hang
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert b" 400 " in status_line
+    assert b"connection: close" in rest.lower() and b'"InvalidRequestError"' in rest
+    assert request(server.endpoint, "GET", "/health")[0] == 200
