@@ -25,12 +25,15 @@ from aiohttp import web
 
 from agl_core.store.base import LightningStore
 from agl_core.store.http.errors import error_payload, status_for_exception
-from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
+from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard, SlowHeaderSweeper
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
 from agl_core.store.http.routes import ROUTES, Route
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_WAIT_SECONDS", "LightningStoreServer"]
+
+DEFAULT_HEADER_TIMEOUT_SECONDS = 30.0
+"""Seconds a new connection gets to send its first request head (see `guard.SlowHeaderSweeper`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +72,8 @@ class LightningStoreServer:
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
         allowed_hosts: Host header names accepted besides the loopback ones when bound to loopback
             (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
+        header_timeout: Seconds a new connection gets to send its first request head before it is
+            closed (slow-header sockets cannot pile up).
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class LightningStoreServer:
         idempotency_entries: int = 10_000,
         shutdown_timeout: float = 10.0,
         allowed_hosts: Sequence[str] | None = None,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT_SECONDS,
     ) -> None:
         if max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be > 0, got {max_body_bytes}.")
@@ -103,6 +109,7 @@ class LightningStoreServer:
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
         self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
+        self._guard.sweeper = self.header_sweeper = SlowHeaderSweeper(header_timeout)
         self._error_log = ErrorLogLimiter(logger)
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
@@ -318,6 +325,8 @@ class LightningStoreServer:
                 "running there? Pick another --port (or 0 for a free one).",
             ) from exc
         self._runner = runner
+        if runner.server is not None:
+            self.header_sweeper.start(runner.server)
         self._stopped.clear()
         self.api.stopping.clear()
         addresses = runner.addresses
@@ -333,6 +342,7 @@ class LightningStoreServer:
         runner, self._runner = self._runner, None
         if runner is None:
             return
+        await self.header_sweeper.stop()
         await runner.cleanup()
         self._stopped.set()
         logger.info("LightningStore API on %s stopped", self.endpoint)
