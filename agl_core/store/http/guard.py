@@ -40,7 +40,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
-    return web.json_response({"error": {"type": kind, "message": message, "details": {}}}, status=status)
+    from agl_core.store.http.handlers import json_response
+
+    return json_response({"error": {"type": kind, "message": message, "details": {}}}, status)
 
 
 def _host_name(host_header: str) -> str:

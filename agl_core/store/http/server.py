@@ -312,6 +312,7 @@ class LightningStoreServer:
             handle_signals=False,
             access_log=access_log if access_log.isEnabledFor(logging.DEBUG) else None,
             shutdown_timeout=self.shutdown_timeout,
+            auto_decompress=False,  # bodies are inflated by the handlers: every encoding error is JSON
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True, backlog=1024)
