@@ -8,7 +8,8 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 
 .PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
-.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
+	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -33,7 +34,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo
+test: venv test-core test-plugins test-demo test-dashboard test-agents
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -88,3 +89,47 @@ demo-train: .venv-demo/.installed
 
 test-demo: .venv-demo/.installed
 	.venv-demo/bin/python -m pytest -q -p no:cacheprovider examples/demo/tests
+
+# Multi-host fault tests (issue 23): hosts as network namespaces (needs root; skipped with the reason
+# otherwise). They also run inside test-core; this target runs only them and prints their figures.
+test-multihost: venv
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests/multihost
+
+# The loop benchmark with the ray strategy next to shm and cs (agl-ray's venv has core + ray).
+bench-ray: .venv-agl-ray/.installed
+	.venv-agl-ray/bin/python bench/loop_bench.py --strategies shm,cs,ray --runners 4 --rollouts 2000 --algorithms drain
+
+# --- dashboard: browser tests (tests/dashboard/browser) and the Parquet export in their own venv ------
+# Playwright for Python drives the system Chromium (Debian package `chromium`; .ci/run installs it,
+# AGL_CHROMIUM=/path overrides); pyarrow covers `agl store export --format parquet`. No JS build step:
+# the dashboard is plain ES modules shipped as they are. AGL_DASHBOARD_BROWSER=required turns a missing
+# browser into a failure instead of a skip.
+.venv-dashboard/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-dashboard
+	.venv-dashboard/bin/python -m pip install -q --upgrade pip
+	.venv-dashboard/bin/python -m pip install -q -e '.[openai,parquet]' pytest pytest-asyncio 'playwright>=1.40'
+	@touch $@
+
+test-dashboard: .venv-dashboard/.installed
+	AGL_DASHBOARD_BROWSER=required .venv-dashboard/bin/python -m pytest -q tests/dashboard/browser tests/cli -k "browser or parquet"
+
+# Refresh the screenshots in docs/dashboard (the browser tests save one per view).
+dashboard-screenshots: .venv-dashboard/.installed
+	AGL_DASHBOARD_BROWSER=required AGL_DASHBOARD_SCREENSHOTS=docs/dashboard \
+	  .venv-dashboard/bin/python -m pytest -q tests/dashboard/browser
+
+bench-dashboard: .venv-dashboard/.installed
+	.venv-dashboard/bin/python bench/dashboard_bench.py
+
+# --- examples/agents (issue 18): real agent frameworks (OpenAI Agents SDK, LangGraph, LiteLLM, Anthropic SDK,
+# AutoGen) driven offline through agl's tracer and proxy paths. Heavy and fast-moving, so their own venv;
+# versions are ranges in examples/agents/requirements.txt.
+.PHONY: test-agents
+.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt
+	$(PYTHON) -m venv .venv-agents
+	.venv-agents/bin/python -m pip install -q --upgrade pip
+	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
+	@touch $@
+
+test-agents: .venv-agents/.installed
+	.venv-agents/bin/python -m pytest -q examples/agents/tests

@@ -1,7 +1,10 @@
 """agl: train and optimize AI agents with almost no change to the agent's code.
 
 ``import agl_core as agl`` gives the same top-level names as Agent Lightning 0.3. Names are
-imported lazily on first access, so ``import agl_core`` stays fast and light.
+imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's deprecated v0.1
+names (``AgentLightningClient``, ``AgentLightningServer``, ``DevTaskLoader``, ``LegacyAgentRunner``) and
+``CollectionBasedLightningStore`` raise an error naming the replacement; every difference is listed in
+docs/migrating-from-agent-lightning.md.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
         "TracerTraceToTriplet",
     ],
     "agl_core.algorithm": ["Algorithm", "Baseline", "FastAlgorithm", "algo"],
+    "agl_core.config": ["lightning_cli"],
     "agl_core.emitter": [
         "emit_annotation",
         "emit_exception",
@@ -72,6 +76,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
     "agl_core.store.memory": ["InMemoryLightningStore"],
+    "agl_core.store.threading": ["LightningStoreThreaded"],
     "agl_core.tracer": [
         "DummyTracer",
         "OtelTracer",
@@ -84,6 +89,23 @@ _MODULE_NAMES: dict[str, list[str]] = {
 }
 for _module, _names in _MODULE_NAMES.items():
     _LAZY.update(dict.fromkeys(_names, _module))
+
+# 0.3's logging helpers under their top-level names: public name -> (module, attribute)
+_RENAMED: dict[str, tuple[str, str]] = {
+    "setup_logging": ("agl_core.logging", "setup"),
+    "setup_module_logging": ("agl_core.logging", "setup_module"),
+    "configure_logger": ("agl_core.logging", "configure_logger"),
+}
+
+# 0.3 names agl does not provide at the top level: reading one raises NotProvidedError naming the
+# replacement (they are not in __all__, so ``from agl_core import *`` keeps working).
+_NOT_PROVIDED: dict[str, str] = {
+    "AgentLightningClient": "agl_core.client",
+    "DevTaskLoader": "agl_core.client",
+    "AgentLightningServer": "agl_core.server",
+    "LegacyAgentRunner": "agl_core.runner.legacy",
+    "CollectionBasedLightningStore": "agl_core.store.collection_based",
+}
 
 
 def _plugin_factory(kind: str, name: str, public_name: str, distribution: str) -> Any:
@@ -164,11 +186,18 @@ __all__ = [
     "AgentOpsTracer",
     "__version__",
     "hookimpl",
-    *sorted(_LAZY),
+    *sorted([*_LAZY, *_RENAMED]),
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        module_name, attribute = _RENAMED[name]
+        value = getattr(importlib.import_module(module_name), attribute)
+        globals()[name] = value
+        return value
+    if name in _NOT_PROVIDED:
+        return getattr(importlib.import_module(_NOT_PROVIDED[name]), name)  # raises NotProvidedError
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'agl_core' has no attribute {name!r}")
@@ -178,7 +207,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_RENAMED))
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
@@ -192,6 +221,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TraceToTripletBase,
     )
     from agl_core.algorithm import Algorithm, Baseline, FastAlgorithm, algo  # noqa: F401
+    from agl_core.config import lightning_cli  # noqa: F401
     from agl_core.emitter import (  # noqa: F401
         emit_annotation,
         emit_exception,
@@ -224,6 +254,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from agl_core.litagent import LitAgent, llm_rollout, prompt_rollout, rollout  # noqa: F401
     from agl_core.llm_proxy import LLMProxy  # noqa: F401
+    from agl_core.logging import configure_logger  # noqa: F401
+    from agl_core.logging import setup as setup_logging  # noqa: F401
+    from agl_core.logging import setup_module as setup_module_logging  # noqa: F401
     from agl_core.plugins import PluginManager, get_plugin_manager, get_registry  # noqa: F401
     from agl_core.registry import Registry  # noqa: F401
     from agl_core.runner import LitAgentRunner, Runner  # noqa: F401
@@ -234,6 +267,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from agl_core.store.http import LightningStoreClient, LightningStoreServer  # noqa: F401
     from agl_core.store.memory import InMemoryLightningStore  # noqa: F401
+    from agl_core.store.threading import LightningStoreThreaded  # noqa: F401
     from agl_core.tracer import (  # noqa: F401
         DummyTracer,
         OtelTracer,

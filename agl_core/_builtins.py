@@ -39,6 +39,7 @@ def agl_register_stores(registry: Registry[Any]) -> None:
 def agl_register_commands(cli: click.Group) -> None:
     """Built-in ``agl`` subcommands."""
     from agl_core.cli.doctor_cmd import doctor_command
+    from agl_core.cli.legacy_cmds import agentops_command, prometheus_command, vllm_command
     from agl_core.cli.plugins_cmd import plugins_group
     from agl_core.cli.proxy_cmd import proxy_group
     from agl_core.cli.runner_cmd import runner_command
@@ -49,6 +50,8 @@ def agl_register_commands(cli: click.Group) -> None:
     cli.add_command(doctor_command)
     cli.add_command(runner_command)
     cli.add_command(store_group)
+    for legacy in (vllm_command, prometheus_command, agentops_command):  # Agent Lightning 0.3's commands
+        cli.add_command(legacy)
 
 
 @hookimpl
@@ -103,4 +106,19 @@ def agl_register_algorithms(registry: Registry[Any]) -> None:
         "baseline",
         "agl_core.algorithm.baseline:Baseline",
         summary="Runs every sample once per epoch without training; the default of Trainer.dev()",
+    )
+
+
+@hookimpl
+def agl_register_strategies(registry: Registry[Any]) -> None:
+    """Built-in execution strategies: threads of one process (shm) and client-server processes (cs)."""
+    registry.add(
+        "shm",
+        "agl_core.execution.shared_memory:SharedMemoryExecutionStrategy",
+        summary="Algorithm and runners as threads of one process sharing one store object",
+    )
+    registry.add(
+        "cs",
+        "agl_core.execution.client_server:ClientServerExecutionStrategy",
+        summary="The algorithm serves the store over HTTP; runners are processes (here or `agl runner`)",
     )

@@ -48,7 +48,7 @@ def _raw(var: LightningEnvVar | str) -> str | None:
 
 
 def resolve_bool_env_var(
-    var: LightningEnvVar | str, override: bool | None = None, fallback: bool | None = None
+    env_var: LightningEnvVar | str, override: bool | None = None, fallback: bool | None = None
 ) -> bool | None:
     """``override`` if not None, else the variable as a boolean, else ``fallback``.
 
@@ -59,7 +59,7 @@ def resolve_bool_env_var(
     """
     if override is not None:
         return override
-    raw = _raw(var)
+    raw = _raw(env_var)
     if raw is None:
         return fallback
     lowered = raw.lower()
@@ -68,13 +68,13 @@ def resolve_bool_env_var(
     if lowered in _FALSE_VALUES:
         return False
     raise ValueError(
-        f"{_name(var)} must be one of {', '.join(_TRUE_VALUES)} (true) or {', '.join(_FALSE_VALUES)} "
+        f"{_name(env_var)} must be one of {', '.join(_TRUE_VALUES)} (true) or {', '.join(_FALSE_VALUES)} "
         f"(false), case-insensitive; got {raw!r}."
     )
 
 
 def resolve_int_env_var(
-    var: LightningEnvVar | str, override: int | None = None, fallback: int | None = None
+    env_var: LightningEnvVar | str, override: int | None = None, fallback: int | None = None
 ) -> int | None:
     """``override`` if not None, else the variable as an integer, else ``fallback``.
 
@@ -83,20 +83,20 @@ def resolve_int_env_var(
     """
     if override is not None:
         return override
-    raw = _raw(var)
+    raw = _raw(env_var)
     if raw is None:
         return fallback
     try:
         return int(raw)
     except ValueError:
-        raise ValueError(f"{_name(var)} must be an integer, got {raw!r}.") from None
+        raise ValueError(f"{_name(env_var)} must be an integer, got {raw!r}.") from None
 
 
 def resolve_str_env_var(
-    var: LightningEnvVar | str, override: str | None = None, fallback: str | None = None
+    env_var: LightningEnvVar | str, override: str | None = None, fallback: str | None = None
 ) -> str | None:
     """``override`` if not None, else the variable (when set and not blank), else ``fallback``."""
     if override is not None:
         return override
-    raw = _raw(var)
+    raw = _raw(env_var)
     return fallback if raw is None else raw

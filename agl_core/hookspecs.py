@@ -1,4 +1,4 @@
-"""The whole agl plugin contract: six registration hooks.
+"""The whole agl plugin contract: seven registration hooks.
 
 A plugin is a module (or object) with functions decorated by :data:`agl_core.hookimpl` whose names
 are the hooks below. It is found through an entry point in group ``agl``::
@@ -120,6 +120,25 @@ def agl_register_stores(registry: Registry[Any]) -> None:
 
     ``agl_core.store.open_store("redis://localhost:6379/0")`` then calls
     ``RedisStore.from_uri("redis://localhost:6379/0")``.
+    """
+
+
+@hookspec
+def agl_register_strategies(registry: Registry[Any]) -> None:
+    """Add :class:`~agl_core.execution.ExecutionStrategy` implementations (how runners are laid out).
+
+    Example (``agl_ray/hooks.py``)::
+
+        from agl_core import hookimpl
+
+        @hookimpl
+        def agl_register_strategies(registry):
+            registry.add("ray", "agl_ray.strategy:RayExecutionStrategy",
+                         summary="Runners as Ray actors; the algorithm in the driver",
+                         requires=["ray>=2.40"])
+
+    Users then pick it by name: ``Trainer(strategy="ray")`` or
+    ``Trainer(strategy={"type": "ray", "n_runners": 8})``. The core's ``shm`` and ``cs`` register here too.
     """
 
 

@@ -38,7 +38,7 @@ import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_KINDS, Registry
+from agl_core.registry import COMPONENT_KINDS, Registry, kind_plural
 
 if TYPE_CHECKING:
     import click
@@ -52,7 +52,7 @@ LOAD_ENV = "AGL_LOAD_PLUGINS"
 
 PluginStatus = Literal["ok", "failed", "disabled"]
 
-_REGISTER_HOOKS: dict[str, str] = {f"agl_register_{kind}s": kind for kind in COMPONENT_KINDS}
+_REGISTER_HOOKS: dict[str, str] = {f"agl_register_{kind_plural(kind)}": kind for kind in COMPONENT_KINDS}
 _KNOWN_HOOKS = (*_REGISTER_HOOKS, "agl_register_commands")
 
 

@@ -1,6 +1,7 @@
 """Registries: component name -> lazily imported implementation.
 
-There is one :class:`Registry` per component kind (algorithm, runner, tracer, adapter, store).
+There is one :class:`Registry` per component kind (algorithm, runner, tracer, adapter, store,
+strategy).
 Plugins fill them through the ``agl_register_*`` hooks; users pick implementations by name.
 A target is a ``"module:attr"`` string, imported only on first use, or a callable.
 """
@@ -26,8 +27,14 @@ from agl_core.errors import (
 
 T = TypeVar("T")
 
-COMPONENT_KINDS: tuple[str, ...] = ("algorithm", "runner", "tracer", "adapter", "store")
+COMPONENT_KINDS: tuple[str, ...] = ("algorithm", "runner", "tracer", "adapter", "store", "strategy")
 """The component kinds a plugin can register, one registry each."""
+
+
+def kind_plural(kind: str) -> str:
+    """The plural of a component kind (``"strategy"`` -> ``"strategies"``), as in hook names and messages."""
+    return f"{kind[:-1]}ies" if kind.endswith("y") else f"{kind}s"
+
 
 FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
     ("algorithm", "apo"): "agl-apo",
@@ -37,6 +44,7 @@ FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
     ("algorithm", "tinker"): "agl-tinker",
     ("store", "mongo"): "agl-mongo",
     ("tracer", "agentops"): "agl-agentops",
+    ("strategy", "ray"): "agl-ray",
 }
 """Names provided by first-party plugins, so a missing one gets an install hint."""
 
@@ -342,7 +350,8 @@ class Registry(Generic[T]):
 
     def _unknown_message(self, name: str) -> str:
         known = self.names()
-        message = f"Unknown {self.kind} {name!r}. Registered {self.kind}s: {', '.join(known) or 'none'}."
+        registered = ", ".join(known) or "none"
+        message = f"Unknown {self.kind} {name!r}. Registered {kind_plural(self.kind)}: {registered}."
         close = difflib.get_close_matches(name, known + list(self._aliases), n=1)
         if close:
             message += f" Did you mean {close[0]!r}?"

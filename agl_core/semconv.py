@@ -29,6 +29,7 @@ __all__ = [
     "GEN_AI_INPUT_MESSAGES",
     "GEN_AI_OPERATION_CHAT",
     "GEN_AI_OPERATION_NAME",
+    "GEN_AI_OPERATION_RESPONSES",
     "GEN_AI_OPERATION_TEXT_COMPLETION",
     "GEN_AI_OUTPUT_MESSAGES",
     "GEN_AI_PROVIDER_NAME",
@@ -37,6 +38,9 @@ __all__ = [
     "GEN_AI_RESPONSE_FINISH_REASONS",
     "GEN_AI_RESPONSE_ID",
     "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_SYSTEM",
+    "GEN_AI_SYSTEM_INSTRUCTIONS",
+    "GEN_AI_TOOL_DEFINITIONS",
     "GEN_AI_USAGE_INPUT_TOKENS",
     "GEN_AI_USAGE_OUTPUT_TOKENS",
     "LLM_SOURCE_PROXY",
@@ -149,11 +153,19 @@ GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
 """JSON list of ``{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", ...}, ...]}``."""
 GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
 """JSON list of ``{"role", "parts": [...], "finish_reason"}``, one per choice."""
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+"""JSON list of parts: the system prompt / instructions given apart from the messages."""
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+"""JSON list of ``{"type": "function", "name", "description", "parameters"}``: the tools offered."""
+GEN_AI_OPERATION_RESPONSES = "responses"
+"""``gen_ai.operation.name`` agl writes for the OpenAI Responses API (``client.responses.create``)."""
+GEN_AI_SYSTEM = "gen_ai.system"
+"""Earlier name of ``gen_ai.provider.name`` (still read)."""
 
 # ---------------------------------------------------------------- agl's additions to LLM-call spans
 
 GEN_AI_REQUEST_TOOLS = "gen_ai.request.tools"
-"""JSON of the request's ``tools`` list exactly as sent (OpenAI format); absent when no tools were given."""
+"""Former agl key of the tools list (OpenAI format); read, not written (``gen_ai.tool.definitions`` is)."""
 PROMPT_TOKEN_IDS = "prompt_token_ids"
 """``list[int]``: the prompt's token ids as the server returned them (vLLM ``prompt_token_ids``)."""
 RESPONSE_TOKEN_IDS = "response_token_ids"

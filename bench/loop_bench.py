@@ -1,8 +1,12 @@
 """Rollouts per second through the whole training loop: algorithm -> store -> runners (tracer on) -> store.
 
 Usage:
-    python bench/loop_bench.py [--rollouts N] [--runners 1,4,8] [--strategies shm,cs]
+    python bench/loop_bench.py [--rollouts N] [--runners 1,4,8] [--strategies shm,cs,ray]
         [--algorithms baseline,drain] [--repeat R] [--progress]
+
+``ray`` needs the agl-ray plugin (run from ``.venv-agl-ray``): a local Ray is started on loopback before
+the clock (``ray_init_s``), each runner is an actor, and ``ray_overhead_ms_per_rollout`` compares its
+time per rollout with ``cs`` at the same runner count.
 
 Each configuration runs in a fresh Python process: ``Trainer(strategy=..., n_runners=...)`` with the
 default tracer (`OtelTracer`), the default in-memory store and a trivial async agent that returns a
@@ -17,6 +21,7 @@ Prints JSON with, per configuration (medians over ``--repeat`` runs):
 * ``steady_rollouts_per_s``: rollouts / (last rollout end - first attempt start), from the store;
 * ``rollouts_per_cpu_s``: rollouts per CPU-second of the whole run (this process and its runner
   processes), i.e. the throughput with other load on the machine factored out;
+  (not for ``ray``: its actors are not child processes);
 * ``worker_gap_ms``: p50/p99/max time a runner spent between finishing one attempt and starting its next
   one while rollouts were still waiting: the proof that runners do not sleep on poll intervals while work
   is queued.
@@ -124,6 +129,25 @@ def run_one(
                 done = await store.wait_for_rollouts(rollout_ids=list(pending), timeout=0.05)
                 pending.difference_update(r.rollout_id for r in done)
 
+    ray_init_s = None
+    strategy_spec: Any = strategy
+    if strategy == "ray":
+        import ray
+
+        ray_started = time.perf_counter()
+        ray.init(
+            num_cpus=os.cpu_count(),
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            logging_level="WARNING",
+        )
+        ray_init_s = time.perf_counter() - ray_started
+        strategy_spec = {
+            "type": "ray",
+            "n_runners": n_runners,
+            "runner_resources": {"CPU": (os.cpu_count() or 1) / max(1, n_runners)},
+            "server_host": "127.0.0.1",
+        }
     algorithm: Any = (
         Drain()
         if algorithm_name == "drain"
@@ -131,8 +155,8 @@ def run_one(
     )
     trainer = agl.Trainer(
         n_runners=n_runners,
-        strategy=strategy,
-        port=0,
+        strategy=strategy_spec,
+        port=0 if strategy != "ray" else None,
         algorithm=algorithm,
         initial_resources={"prompt_template": PromptTemplate(template="{x}", engine="f-string")},
         progress=progress,
@@ -152,7 +176,8 @@ def run_one(
         "rollouts": n_rollouts,
         "wall_s": wall,
         "rollouts_per_s": n_rollouts / wall,
-        "rollouts_per_cpu_s": n_rollouts / cpu if cpu > 0 else None,
+        "rollouts_per_cpu_s": n_rollouts / cpu if cpu > 0 and strategy != "ray" else None,
+        "ray_init_s": ray_init_s,
         **asyncio.run(_measure_store(trainer.store, n_rollouts)),
     }
     print(json.dumps(result), flush=True)
@@ -160,13 +185,24 @@ def run_one(
 
 def _median_result(runs: list[dict[str, Any]]) -> dict[str, Any]:
     merged = dict(runs[0])
-    for key in ("wall_s", "rollouts_per_s", "steady_rollouts_per_s", "rollouts_per_cpu_s"):
-        merged[key] = round(statistics.median(r[key] for r in runs), 1)
+    for key in ("wall_s", "rollouts_per_s", "steady_rollouts_per_s", "rollouts_per_cpu_s", "ray_init_s"):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        merged[key] = round(statistics.median(values), 2) if values else None
     merged["worker_gap_ms"] = {
         k: round(statistics.median(r["worker_gap_ms"][k] for r in runs), 2) for k in ("p50", "p99", "max")
     }
     merged["runs"] = [round(r["rollouts_per_s"], 1) for r in runs]
     return merged
+
+
+def _add_ray_overhead(results: list[dict[str, Any]]) -> None:
+    """Per-rollout time ray adds over cs at the same runner count and algorithm (wall clock, medians)."""
+    cs = {(r["algorithm"], r["n_runners"]): r for r in results if r["strategy"] == "cs"}
+    for result in results:
+        base = cs.get((result["algorithm"], result["n_runners"]))
+        if result["strategy"] == "ray" and base is not None:
+            extra = 1e3 / result["steady_rollouts_per_s"] - 1e3 / base["steady_rollouts_per_s"]
+            result["ray_overhead_ms_per_rollout"] = round(extra, 3)
 
 
 def main() -> None:
@@ -175,7 +211,7 @@ def main() -> None:
     )
     parser.add_argument("--rollouts", type=int, default=4000)
     parser.add_argument("--runners", default="1,4,8")
-    parser.add_argument("--strategies", default="shm,cs")
+    parser.add_argument("--strategies", "--strategy", default="shm,cs", help="comma-separated: shm,cs,ray")
     parser.add_argument("--algorithms", default="baseline,drain")
     parser.add_argument("--queue", type=int, default=256, help="Baseline max_queue_length")
     parser.add_argument("--repeat", type=int, default=1)
@@ -204,6 +240,7 @@ def main() -> None:
                     runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
                 results.append(_median_result(runs))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    _add_ray_overhead(results)
     report = {
         "benchmark": "loop",
         "command": " ".join(["python", "bench/loop_bench.py", *sys.argv[1:]]),

@@ -2,12 +2,17 @@
 
 Usage:
     python bench/proxy_bench.py [--requests N] [--duration S] [--clients C] [--repeat R]
-        [--mode recorded|plain|both] [--loop auto|asyncio|uvloop] [--profile FILE]
+        [--mode recorded|plain|both] [--routes chat,responses,messages] [--loop auto|asyncio|uvloop]
+        [--profile FILE]
 
 Three processes: a minimal OpenAI-compatible backend (aiohttp, a fixed vLLM-style answer with 48 token
 ids and their logprobs, about 3.6 KB), the proxy (``LLMProxy`` with an ``InMemoryLightningStore``), and
 the client (this process, aiohttp). Modes: ``recorded`` sends to ``/rollout/{rid}/attempt/{aid}/v1``
 so every request is recorded as a span; ``plain`` sends to ``/v1`` (forwarded, not recorded).
+Routes: ``chat`` (``/chat/completions``, forwarded as is), ``responses`` (``/responses``, OpenAI
+Responses) and ``messages`` (``/messages``, Anthropic Messages); the last two carry the same
+conversation and are translated to chat completions for the backend, so their overhead (against the
+backend's chat route, direct) includes both translations.
 
 * Latency, 1 client: sequential requests alternating between the backend directly and the proxy, in
   interleaved blocks so drift in machine load hits both alike; ``overhead_p50_ms`` is the proxy's
@@ -46,6 +51,25 @@ REQUEST = {
     ],
     "temperature": 0.7,
     "max_tokens": 64,
+}
+RESPONSES_REQUEST = {
+    "model": "bench-model",
+    "instructions": "You are a helpful assistant.",
+    "input": [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+    "temperature": 0.7,
+    "max_output_tokens": 64,
+}
+MESSAGES_REQUEST = {
+    "model": "bench-model",
+    "system": "You are a helpful assistant.",
+    "messages": [{"role": "user", "content": "What is the capital of France? Answer in one word."}],
+    "temperature": 0.7,
+    "max_tokens": 64,
+}
+ROUTES = {
+    "chat": ("/chat/completions", REQUEST),
+    "responses": ("/responses", RESPONSES_REQUEST),
+    "messages": ("/messages", MESSAGES_REQUEST),
 }
 
 
@@ -144,15 +168,15 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def _latency(
-    session: aiohttp.ClientSession, direct: str, proxied: str, requests: int
+    session: aiohttp.ClientSession, direct: str, proxied: str, requests: int, request: dict[str, Any]
 ) -> dict[str, float]:
-    body = json.dumps(REQUEST).encode()
+    bodies = {direct: json.dumps(REQUEST).encode(), proxied: json.dumps(request).encode()}
     headers = {"Content-Type": "application/json"}
     times: dict[str, list[float]] = {"direct": [], "proxy": []}
 
     async def one(url: str) -> float:
         start = time.perf_counter()
-        async with session.post(url, data=body, headers=headers) as response:
+        async with session.post(url, data=bodies[url], headers=headers) as response:
             await response.read()
             assert response.status == 200, response.status
         return time.perf_counter() - start
@@ -185,11 +209,11 @@ async def _proxy_cpu(conn: Any) -> float:
 
 
 async def _throughput(
-    session: aiohttp.ClientSession, url: str, clients: int, duration: float
+    session: aiohttp.ClientSession, url: str, clients: int, duration: float, request: dict[str, Any]
 ) -> tuple[float, int]:
     """Requests/s of ``clients`` concurrent request loops over ``duration`` seconds (after a 0.5 s
     warm-up), and the number of requests sent in all, warm-up included."""
-    body = json.dumps(REQUEST).encode()
+    body = json.dumps(request).encode()
     headers = {"Content-Type": "application/json"}
     done = 0
     stop_at = 0.0
@@ -212,11 +236,16 @@ async def _throughput(
 
 
 async def _throughput_run(
-    session: aiohttp.ClientSession, direct: str, proxied: str, args: argparse.Namespace, conn: Any
+    session: aiohttp.ClientSession,
+    direct: str,
+    proxied: str,
+    args: argparse.Namespace,
+    conn: Any,
+    request: dict[str, Any],
 ) -> dict[str, float]:
-    direct_rps, _ = await _throughput(session, direct, args.clients, args.duration)
+    direct_rps, _ = await _throughput(session, direct, args.clients, args.duration, REQUEST)
     before = await _proxy_cpu(conn)
-    proxy_rps, proxied_count = await _throughput(session, proxied, args.clients, args.duration)
+    proxy_rps, proxied_count = await _throughput(session, proxied, args.clients, args.duration, request)
     cpu = await _proxy_cpu(conn) - before  # covers the warm-up too, hence the count including it
     return {
         "direct_rps": round(direct_rps, 1),
@@ -231,24 +260,26 @@ async def _run(
 ) -> dict[str, Any]:
     modes = ["recorded", "plain"] if args.mode == "both" else [args.mode]
     base = endpoint.removesuffix("/v1")
-    urls = {
-        "recorded": f"{base}/rollout/{rollout[0]}/attempt/{rollout[1]}/v1/chat/completions",
-        "plain": f"{endpoint}/chat/completions",
-    }
+    bases = {"recorded": f"{base}/rollout/{rollout[0]}/attempt/{rollout[1]}/v1", "plain": endpoint}
     out: dict[str, Any] = {}
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as session:
-        for mode in modes:
-            url = urls[mode]
-            latency = [await _latency(session, direct, url, args.requests) for _ in range(args.repeat)]
-            rates = [await _throughput_run(session, direct, url, args, conn) for _ in range(args.repeat)]
+        for mode, route in ((m, r) for m in modes for r in args.routes.split(",")):
+            path, request = ROUTES[route]
+            url = bases[mode] + path
+            latency = [
+                await _latency(session, direct, url, args.requests, request) for _ in range(args.repeat)
+            ]
+            rates = [
+                await _throughput_run(session, direct, url, args, conn, request) for _ in range(args.repeat)
+            ]
             best_rate = {
                 "direct_rps": max(run["direct_rps"] for run in rates),
                 "proxy_rps": max(run["proxy_rps"] for run in rates),
                 "proxy_cpu_us_per_request": min(run["proxy_cpu_us_per_request"] for run in rates),
                 "proxy_rps_per_cpu_second": max(run["proxy_rps_per_cpu_second"] for run in rates),
             }
-            out[mode] = {
+            out[mode if route == "chat" else f"{mode}_{route}"] = {
                 "latency_1_client": {
                     "best": min(latency, key=lambda run: run["overhead_p50_ms"]),
                     "runs": latency,
@@ -281,6 +312,9 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64, help="concurrent clients for throughput")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", choices=["recorded", "plain", "both"], default="both")
+    parser.add_argument(
+        "--routes", default="chat,responses,messages", help="comma-separated: chat, responses, messages"
+    )
     parser.add_argument("--profile", default=None, help="write a cProfile of the proxy process here")
     parser.add_argument("--record-interval", type=float, default=0.02, help="LLMProxy(record_interval=...)")
     parser.add_argument(
@@ -290,6 +324,9 @@ def main() -> None:
         help="event loop of the proxy process (auto: uvloop when installed, as `agl proxy serve` does)",
     )
     args = parser.parse_args()
+    unknown = set(args.routes.split(",")) - set(ROUTES)
+    if unknown:
+        parser.error(f"unknown route(s) {sorted(unknown)}; choose from {sorted(ROUTES)}")
     loop_name = args.loop
     if loop_name == "auto":
         try:

@@ -1,7 +1,7 @@
 """Throughput of the hot LightningStore operations, compared with Agent Lightning 0.3.0.
 
 Usage:
-    python bench/store_bench.py --store memory|sqlite|http|<store URI>
+    python bench/store_bench.py --store memory|sqlite|http|postgres|<store URI>
         [--clients N] [--client-processes N] [--scale F] [--repeat R] [--server-store URI]
 
 Prints JSON: per operation the wall-clock ``rate`` (ops/s; spans/s for add_many_spans), for in-process
@@ -176,6 +176,19 @@ class StoreSource:
                 server_store = f"sqlite:///{os.path.join(tempfile.mkdtemp(dir=self.scratch), 'server.db')}"
             with http_server(server_store) as uri:
                 yield uri
+        elif self.kind == "postgres":  # a fresh schema per operation (agl-postgres must be installed)
+            base = self.uri or os.environ.get("AGL_BENCH_POSTGRES_URI", "")
+            cluster = None
+            if not base:
+                from agl_postgres.testing import PgCluster
+
+                cluster = PgCluster(durable=True).init().start()
+                base = cluster.uri
+            try:
+                yield f"{base}?schema=bench_{os.urandom(4).hex()}&pool_max_size=16"
+            finally:
+                if cluster is not None:
+                    cluster.destroy()
         else:
             yield self.uri
 
@@ -184,6 +197,8 @@ def resolve_source(store: str, server_store: str, scratch: str) -> StoreSource:
     """Map the ``--store`` argument to a `StoreSource`."""
     if store in ("memory", "sqlite", "http"):
         return StoreSource(store, "", server_store, scratch)
+    if store == "postgres":  # $AGL_BENCH_POSTGRES_URI, else a throwaway cluster per operation
+        return StoreSource("postgres", "", server_store, scratch)
     if store in ("memory:",):
         return StoreSource("memory", "", server_store, scratch)
     return StoreSource("uri", store, server_store, scratch)

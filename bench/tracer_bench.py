@@ -7,7 +7,14 @@ back to back; overheads are medians (and quartiles) of the per-round differences
 noise common to neighbouring batches cancels out.
 
 Spans: ``emit_reward`` and a plain OpenTelemetry span on the tracer, N per trace context, flush included;
+``global_api_span_us`` is the same plain span made through the *global* API
+(``opentelemetry.trace.get_tracer(...)``, what other instrumentations use) and captured by agl's bridge;
 ``otel_sdk_span_us`` is the bare SDK cost (a provider with no processor) for comparison.
+
+Normalisation: ``normalise_llm_span_us`` is :func:`agl_core.adapter.genai.read_llm_call` per LLM span (an
+agl chat span, an OpenInference span and an OpenLLMetry span in turn); ``triplet_adapter_span_us`` is
+``TracerTraceToTriplet(repair_hierarchy=False).adapt`` per span of a rollout of agent, LLM, tool and reward
+spans.
 
 Usage: ``python bench/tracer_bench.py [--calls 20] [--rounds 25] [--spans 5000] [--span-rounds 5]``
 """
@@ -24,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import openai
+from opentelemetry import trace as trace_api
 from opentelemetry.sdk.trace import TracerProvider
 
 from agl_core.emitter import emit_reward
@@ -75,6 +83,125 @@ async def traced_spans(
     elapsed = (time.perf_counter() - start) / n * 1e6
     assert len(await store.query_spans(attempted.rollout_id)) == n
     return elapsed
+
+
+def llm_span_shapes() -> list[Any]:
+    """Three LLM-call spans of the same call: agl's (OTel GenAI), OpenInference's and OpenLLMetry's."""
+    from agl_core.types import Span
+
+    user = "Summarize the plot of a short story in one sentence please."
+    answer = "A girl finds a key, opens a door and meets herself."
+    agl = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.response.id": "chatcmpl-1",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": user}]}]),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}], "finish_reason": "stop"}]
+        ),
+        "gen_ai.usage.input_tokens": 12,
+        "gen_ai.usage.output_tokens": 13,
+        "prompt_token_ids": list(range(12)),
+        "response_token_ids": list(range(13)),
+    }
+    openinference = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": user,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": answer,
+        "llm.token_count.prompt": 12,
+        "llm.token_count.completion": 13,
+    }
+    openllmetry = {
+        "llm.request.type": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": user,
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": answer,
+        "gen_ai.usage.prompt_tokens": 12,
+    }
+    return [
+        Span.from_attributes(attributes=attrs, name=name, rollout_id="r", attempt_id="a", sequence_id=i)
+        for i, (name, attrs) in enumerate(
+            [("chat m", agl), ("ChatOpenAI", openinference), ("openai.chat", openllmetry)]
+        )
+    ]
+
+
+def normalise_us(n: int) -> float:
+    """µs per LLM span read through the normalisation layer."""
+    from agl_core.adapter.genai import read_llm_call
+
+    spans = llm_span_shapes()
+    for span in spans:  # warm up (imports, regex compilation)
+        read_llm_call(span)
+    start = time.perf_counter()
+    for i in range(n):
+        assert read_llm_call(spans[i % 3]) is not None
+    return (time.perf_counter() - start) / n * 1e6
+
+
+def rollout_spans(turns: int) -> list[Any]:
+    """A rollout: an agent span holding ``turns`` x (LLM call, tool call), then a reward."""
+    from agl_core.types import Span
+
+    llm = llm_span_shapes()[0]
+    spans: list[Any] = []
+    agent = Span.from_attributes(
+        attributes={"gen_ai.agent.name": "bench"}, name="invoke_agent bench", start_time=0.0, end_time=1e6
+    )
+    spans.append(agent)
+    for turn in range(turns):
+        t = float(turn * 10)
+        spans.append(
+            Span.from_attributes(
+                attributes={**llm.attributes, "gen_ai.response.id": f"c{turn}"},
+                name="chat m",
+                parent_id=agent.span_id,
+                start_time=t,
+                end_time=t + 4,
+                sequence_id=2 * turn + 1,
+            )
+        )
+        spans.append(
+            Span.from_attributes(
+                attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
+                name="execute_tool search",
+                parent_id=agent.span_id,
+                start_time=t + 5,
+                end_time=t + 9,
+                sequence_id=2 * turn + 2,
+            )
+        )
+    spans.append(
+        Span.from_attributes(
+            attributes={"agentlightning.reward.0.name": "primary", "agentlightning.reward.0.value": 1.0},
+            name="agentlightning.annotation",
+            parent_id=agent.span_id,
+            start_time=1e5,
+            end_time=1e5,
+            sequence_id=2 * turns + 1,
+        )
+    )
+    return spans
+
+
+def triplet_adapter_us(turns: int) -> float:
+    """µs per span of ``TracerTraceToTriplet().adapt`` on one rollout (hierarchy repair, which is
+    quadratic in the spans of one level and reads no LLM attributes, left out)."""
+    from agl_core.adapter import TracerTraceToTriplet
+
+    spans = rollout_spans(turns)
+    adapter = TracerTraceToTriplet(repair_hierarchy=False)
+    adapter.adapt(spans[:5])  # warm up
+    start = time.perf_counter()
+    triplets = adapter.adapt(spans)
+    elapsed = time.perf_counter() - start
+    assert len(triplets) == turns and triplets[-1].reward == 1.0
+    return elapsed / len(spans) * 1e6
 
 
 def bare_sdk_span_us(n: int) -> float:
@@ -134,12 +261,30 @@ def main() -> None:
             asyncio.run(traced_spans(tracer, store, args.spans, lambda _o: emit_reward(1.0)))
             for _ in range(args.span_rounds)
         ]
-        span_us = [
-            asyncio.run(traced_spans(tracer, store, args.spans, lambda o: o.start_span("plain").end()))
-            for _ in range(args.span_rounds)
-        ]
+        span_us: list[float] = []
+        global_us: list[float] = []
+        global_tracer = trace_api.get_tracer("bench.global")  # the bridge installed the global provider
+        for _ in range(args.span_rounds):  # interleaved, so machine noise hits both alike
+            span_us.append(
+                asyncio.run(traced_spans(tracer, store, args.spans, lambda o: o.start_span("plain").end()))
+            )
+            global_us.append(
+                asyncio.run(
+                    traced_spans(
+                        tracer, store, args.spans, lambda _o: global_tracer.start_span("plain").end()
+                    )
+                )
+            )
     finally:
         tracer.teardown_worker(0)
+    results["bridge_mode"] = tracer.bridge_mode
+    results["global_api_span_us"] = round(statistics.median(global_us), 2)
+    results["normalise_llm_span_us"] = round(
+        statistics.median(normalise_us(args.spans) for _ in range(args.span_rounds)), 2
+    )
+    results["triplet_adapter_span_us"] = round(
+        statistics.median(triplet_adapter_us(min(args.spans // 2, 200)) for _ in range(args.span_rounds)), 2
+    )
     results["emit_reward_us"] = round(statistics.median(reward_us), 2)
     results["otel_span_us"] = round(statistics.median(span_us), 2)
     results["otel_sdk_span_us"] = round(

@@ -1,8 +1,8 @@
-"""`import agl_core as agl` exposes Agent Lightning 0.3's top-level names (inventory §0.2).
+"""`import agl_core as agl` exposes Agent Lightning 0.3's top-level names.
 
-The deprecated v0.1 HTTP stack (AgentLightningClient/Server, DevTaskLoader, LegacyAgentRunner,
-TrainerLegacy) is deliberately absent, as are names whose components agl dropped or moved: see
-``NOT_PROVIDED``.
+The deprecated v0.1 HTTP stack (AgentLightningClient/Server, DevTaskLoader, LegacyAgentRunner) and
+CollectionBasedLightningStore are not provided: reading them raises an ImportError naming the
+replacement (docs/migrating-from-agent-lightning.md), and they stay out of ``__all__``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ EXPECTED = {
     "llm_proxy": "LLMProxy",
     "runner": "Runner LitAgentRunner",
     "store": "LightningStore LightningStoreCapabilities LightningStoreStatistics LightningStoreClient "
-    "LightningStoreServer InMemoryLightningStore",
+    "LightningStoreServer InMemoryLightningStore LightningStoreThreaded",
+    "config": "lightning_cli",
+    "logging": "setup_logging setup_module_logging configure_logger",
     "tracer": "AgentOpsTracer Tracer OtelTracer DummyTracer get_active_tracer set_active_tracer "
     "clear_active_tracer",
     "trainer": "Trainer build_component",
@@ -44,16 +46,11 @@ EXPECTED = {
 }
 
 NOT_PROVIDED = {
-    "AgentLightningClient": "deprecated v0.1 HTTP stack",
-    "AgentLightningServer": "deprecated v0.1 HTTP stack",
-    "DevTaskLoader": "deprecated v0.1 HTTP stack",
-    "LegacyAgentRunner": "deprecated v0.1 HTTP stack",
-    "CollectionBasedLightningStore": "agl stores implement LightningStore directly (no collections layer)",
-    "LightningStoreThreaded": "every agl store is thread-safe itself; no wrapper is needed",
-    "lightning_cli": "not implemented yet (config.py)",
-    "configure_logger": "not implemented yet (logging.py)",
-    "setup_logging": "not implemented yet (logging.py)",
-    "setup_module_logging": "not implemented yet (logging.py)",
+    "AgentLightningClient": "v0.1 HTTP stack",
+    "AgentLightningServer": "v0.1 HTTP stack",
+    "DevTaskLoader": "v0.1 HTTP stack",
+    "LegacyAgentRunner": "v0.1 HTTP stack",
+    "CollectionBasedLightningStore": "collections layer",
 }
 
 ALL_EXPECTED = sorted({name for names in EXPECTED.values() for name in names.split()})
@@ -75,9 +72,12 @@ def test_names_resolve_to_the_implementations() -> None:
     assert callable(agl.reward) and agl.reward.__module__ == "agl_core.emitter.reward"  # not shadowed (#15)
 
 
-def test_dropped_names_are_not_exported() -> None:
-    for name in NOT_PROVIDED:
-        assert not hasattr(agl, name), name
+@pytest.mark.parametrize(("name", "what"), sorted(NOT_PROVIDED.items()))
+def test_dropped_names_raise_an_error_naming_the_replacement(name: str, what: str) -> None:
+    assert name not in agl.__all__
+    with pytest.raises(ImportError, match=what) as info:
+        getattr(agl, name)
+    assert "docs/migrating-from-agent-lightning.md" in str(info.value)
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -15,7 +15,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field
 
-from agl_core.adapter._genai import prompt_token_ids, response_token_ids
+from agl_core.adapter.genai import (
+    completion_messages,
+    prompt_messages,
+    prompt_token_ids,
+    response_token_ids,
+    unread_keys,
+)
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
 from agl_core.types import Span, Triplet
@@ -44,8 +50,10 @@ _FIX_TOKEN_IDS = (
     "the agent's calls through the agl LLM proxy, which records them."
 )
 _FIX_NO_LLM = (
-    "Make the agent call its model through the `openai` client while agl's tracer is active (structured-"
-    "output helpers and non-OpenAI SDKs are not captured), or route its calls through the agl LLM proxy."
+    "Make the agent's model calls visible while agl's tracer is active: through the `openai` client (agl "
+    "instruments it), or with any OpenTelemetry GenAI / OpenInference / OpenLLMetry instrumentation of "
+    "your framework (agl captures spans made through the global tracer provider), or route the calls "
+    "through the agl LLM proxy."
 )
 _FIX_REWARD = {
     "before_first_call": "Emit the reward after the LLM call it scores has returned.",
@@ -216,7 +224,12 @@ def _no_llm_problem(record: AdaptRecord) -> Problem:
     pattern = record.llm_call_match
     lookalikes = [name for name in seen if _LLM_LOOKALIKE.search(name)]
     if pattern and lookalikes:
-        message += f" {_names(lookalikes)} look like LLM calls but do not match the adapter's llm_call_match."
+        first = next(span for span in record.spans if span.name == lookalikes[0])
+        keys = ", ".join(unread_keys(first)) or "none"
+        message += (
+            f" {_names(lookalikes)} look like LLM calls but match neither the adapter's llm_call_match nor a "
+            f"known LLM-span shape (attribute keys of {lookalikes[0]!r}: {keys})."
+        )
         fix = (
             f"If {lookalikes[0]!r} records the model's token ids, pass llm_call_match to match it; otherwise "
             + _FIX_NO_LLM[0].lower()
@@ -271,7 +284,8 @@ def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
         ),
         "nested": (
             "nested_llm_calls",
-            "{n} LLM-call spans nested in another LLM call without a response id were skipped.",
+            "{n} LLM-call spans record the same call as a span they are nested in (or wrap) and were "
+            "skipped; the record with token ids / response id was kept.",
         ),
         "not_joined": (
             "proxy_calls_not_joined",
@@ -290,6 +304,28 @@ def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _unreadable_problems(llm_spans: Sequence[Span]) -> list[Problem]:
+    """LLM-call spans whose prompt and completion no known convention reads: name the keys they carry."""
+    unread = [s for s in llm_spans if prompt_messages(s) is None and completion_messages(s) is None]
+    if not unread:
+        return []
+    first = unread[0]
+    keys = ", ".join(unread_keys(first)) or "none"
+    events = ", ".join(sorted({e.name for e in first.events})) or "none"
+    return [
+        Problem(
+            code="unreadable_llm_spans",
+            severity="warning",
+            message=f"{len(unread)} LLM-call spans carry no prompt or completion agl can read (kept as they "
+            f"are). Span {first.name!r} ({first.span_id}) has attribute keys: {keys}; events: {events}.",
+            fix="Turn on the instrumentation's content capture (e.g. "
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, or OpenInference's hide-inputs "
+            "settings off), or report the attribute keys above so agl learns this shape.",
+            span_ids=[s.span_id for s in unread],
+        )
+    ]
 
 
 def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) -> list[Problem]:
@@ -445,6 +481,8 @@ def build_report(record: AdaptRecord) -> AdapterReport:
     elif llm_count == 0 and not record.extra_problems:
         problems.append(_no_llm_problem(record))
     problems += record.extra_problems
+    repeats = {d.span.span_id for d in record.dropped if d.reason in ("nested", "duplicate")}
+    problems += _unreadable_problems([s for s in llm_spans or [] if s.span_id not in repeats])
     problems += _drop_problems(record, llm_count)
     problems += _token_problems(record, summaries)
     if record.spans:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypedDict
 
-from agl_core.adapter import _genai
+from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceAdapter, to_spans
 from agl_core.types import Span, SpanLike
 
@@ -46,19 +46,25 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
 
     Content comes from the GenAI JSON attributes (``gen_ai.input.messages`` / ``gen_ai.output.messages``,
     ``gen_ai.request.tools``) or Agent Lightning 0.3's flattened ``gen_ai.prompt.*`` /
-    ``gen_ai.completion.*`` / ``gen_ai.request.functions.*``. A call recorded twice (by the tracer and the
-    LLM proxy) appears once. Spans without recorded prompt and output messages are skipped. Each choice of
-    a call with several becomes its own sample. Tool calls without a recorded assistant tool call are taken
-    from child spans' ``tool.*`` attributes. A malformed attribute raises ``ValueError`` naming the span.
+    ``gen_ai.completion.*`` / ``gen_ai.request.functions.*``, and every other shape the normalisation layer
+    reads (:mod:`agl_core.adapter.genai`: OpenInference, OpenLLMetry, span events). A call recorded twice
+    appears once: by response id (the tracer and the LLM proxy), or as the same sample from a span nested
+    in another (a framework's LLM span around agl's). Spans without recorded prompt and output messages
+    are skipped. Each choice of a call with several becomes its own sample. Tool calls without a recorded
+    assistant tool call are taken from child spans' ``tool.*`` attributes. A malformed attribute raises
+    ``ValueError`` naming the span.
     """
 
     def adapt(self, source: Sequence[SpanLike]) -> list[OpenAIMessages]:
         """Samples in call order (start time, then sequence id)."""
         spans = to_spans(source)
         children: dict[str, list[Span]] = {}
+        parents: dict[str, str] = {}
         for span in spans:
             if span.parent_id:
                 children.setdefault(span.parent_id, []).append(span)
+                parents[span.span_id] = span.parent_id
+        produced: dict[str, set[str]] = {}  # sample JSON -> span ids that produced it
         seen: set[str] = set()
         samples: list[OpenAIMessages] = []
         for span in sorted(spans, key=lambda s: (s.start_time is None, s.start_time or 0.0, s.sequence_id)):
@@ -77,5 +83,23 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
                     legacy = _legacy_tool_calls(children.get(span.span_id, []))
                     if legacy:
                         reply["tool_calls"] = legacy
-                samples.append({"messages": [dict(m) for m in prompt] + [reply], "tools": tools or None})
+                sample: OpenAIMessages = {
+                    "messages": [dict(m) for m in prompt] + [reply],
+                    "tools": tools or None,
+                }
+                key = json.dumps(sample["messages"], sort_keys=True, default=str)
+                if produced.get(key, set()) & _ancestors(span.span_id, parents):
+                    continue
+                produced.setdefault(key, set()).add(span.span_id)
+                samples.append(sample)
         return samples
+
+
+def _ancestors(span_id: str, parents: dict[str, str]) -> set[str]:
+    """The ids of the span's ancestors (cycles cut)."""
+    found: set[str] = set()
+    current = parents.get(span_id)
+    while current is not None and current not in found:
+        found.add(current)
+        current = parents.get(current)
+    return found

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agl_core.adapter import _genai
+from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceToTripletBase, to_spans
 from agl_core.adapter.diagnostics import (
     AdapterReport,
@@ -95,10 +95,18 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
                 agent = name
                 agents.setdefault(name, None)
             rid = _genai.response_id(node.span)
-            if not node.virtual and rid and self._llm_re.search(node.span.name):
+            if not node.virtual and rid and self._is_tracer_llm_call(node.span):
                 found.setdefault(rid, (node.span, agent))
             stack.extend((child, agent) for child in reversed(node.children))
         return found, list(agents)
+
+    def _is_tracer_llm_call(self, span: Span) -> bool:
+        """LLM calls by attributes with the default ``llm_call_match``, else by name or 0.3 name alias."""
+        if self.llm_call_match == DEFAULT_LLM_CALL_MATCH:
+            return _genai.is_llm_span(span)
+        if self._llm_re.search(span.name):
+            return True
+        return _genai.is_llm_span(span) and self._llm_re.search(_genai.compat_span_name(span)) is not None
 
     def _run(self, spans: list[Span]) -> AdaptRecord:
         ordered = [span for _, span in sorted(enumerate(spans), key=lambda p: (p[1].sequence_id, p[0]))]

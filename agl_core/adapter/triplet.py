@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from agl_core.adapter import _genai
+from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceToTripletBase, to_spans
 from agl_core.adapter.diagnostics import AdapterReport, AdaptRecord, DroppedCall, RewardOutcome, build_report
 from agl_core.adapter.trace_tree import TraceNode, TraceTree, agent_name
@@ -26,8 +26,10 @@ from agl_core.utils.otel import filter_and_unflatten_attributes
 __all__ = ["DEFAULT_LLM_CALL_MATCH", "RewardMatchPolicy", "TracerTraceToTriplet"]
 
 DEFAULT_LLM_CALL_MATCH = r"^(chat|text_completion)( |$)|^agl\.llm_proxy\.request$|openai\.chat\.completion"
-"""LLM-call span names: OTel GenAI ``chat {model}`` / ``text_completion {model}``, the agl LLM proxy's
-``agl.llm_proxy.request`` and Agent Lightning 0.3's ``openai.chat.completion``."""
+"""The default ``llm_call_match``. With it, LLM calls are found by their attributes, in every shape the
+normalisation layer reads (:func:`agl_core.adapter.genai.is_llm_span`), whatever the span's name; the
+names above (OTel GenAI ``chat {model}``, the LLM proxy's span, 0.3's ``openai.chat.completion``) are
+among them."""
 
 
 class RewardMatchPolicy(str, Enum):
@@ -53,8 +55,11 @@ class TracerTraceToTriplet(TraceToTripletBase):
 
     Args:
         repair_hierarchy: re-parent top-level spans by time (see ``TraceTree.repair_hierarchy``).
-        llm_call_match: regex searched in span names to find LLM calls (default
-            :data:`DEFAULT_LLM_CALL_MATCH`, which accepts the new and the 0.3 span names).
+        llm_call_match: how LLM calls are found. The default (:data:`DEFAULT_LLM_CALL_MATCH`) takes every
+            span the normalisation layer reads as an LLM call. Any other regex is searched in the span
+            name and, for spans that are LLM calls, in their Agent Lightning 0.3 name
+            (:func:`~agl_core.adapter.genai.compat_span_name`, e.g. ``openai.chat.completion``), so 0.3
+            patterns keep finding agl's LLM spans.
         agent_match: regex on agent names (see :func:`~agl_core.adapter.trace_tree.agent_name`); only LLM
             calls whose nearest enclosing agent matches are kept. None keeps every call.
         exclude_llm_call_in_reward: leave out LLM calls made inside a reward span (an LLM judge).
@@ -82,6 +87,7 @@ class TracerTraceToTriplet(TraceToTripletBase):
         self.llm_call_match = llm_call_match
         self.agent_match = agent_match
         self._llm_re = _genai.llm_call_pattern(llm_call_match)
+        self._default_match = llm_call_match == DEFAULT_LLM_CALL_MATCH
         self._agent_re = _genai.llm_call_pattern(agent_match) if agent_match is not None else None
         self.exclude_llm_call_in_reward = exclude_llm_call_in_reward
         try:
@@ -131,6 +137,14 @@ class TracerTraceToTriplet(TraceToTripletBase):
             ),
         }
         return Triplet(prompt=prompt, response=response, reward=None, metadata=metadata)
+
+    def is_llm_call(self, span: Span) -> bool:
+        """Whether ``span`` is an LLM call under this adapter's ``llm_call_match`` (see the class doc)."""
+        if self._default_match:
+            return _genai.is_llm_span(span)
+        if self._llm_re.search(span.name) is not None:
+            return True
+        return _genai.is_llm_span(span) and self._llm_re.search(_genai.compat_span_name(span)) is not None
 
     def visualize(self, source: Sequence[SpanLike]) -> str:
         """The (repaired) trace tree as indented text, to see why a call was or was not selected."""
@@ -189,9 +203,9 @@ class TracerTraceToTriplet(TraceToTripletBase):
         calls: list[_Call] = []
         seen_ids: dict[str, str] = {}
         agents: dict[str, None] = {}
-        # (node, agent, agent selected?, inside a reward span?, inside an LLM call?)
-        stack: list[tuple[TraceNode, str | None, bool, bool, bool]] = [
-            (tree.root, None, self._agent_re is None, False, False)
+        # (node, agent, agent selected?, inside a reward span?, the selected LLM call it is inside)
+        stack: list[tuple[TraceNode, str | None, bool, bool, _Call | None]] = [
+            (tree.root, None, self._agent_re is None, False, None)
         ]
         while stack:
             node, agent, selected, in_reward, in_llm = stack.pop()
@@ -201,7 +215,8 @@ class TracerTraceToTriplet(TraceToTripletBase):
                 agents.setdefault(name, None)
                 agent = name
                 selected = self._agent_re is None or self._agent_re.search(name) is not None
-            is_llm = not node.virtual and self._llm_re.search(span.name) is not None
+            is_llm = not node.virtual and self.is_llm_call(span)
+            enclosing = in_llm
             if is_llm:
                 assert record.llm_spans is not None
                 record.llm_spans.append(span)
@@ -211,19 +226,31 @@ class TracerTraceToTriplet(TraceToTripletBase):
                     record.dropped.append(DroppedCall(span, "agent_mismatch", f"under {where}", agent))
                 elif in_reward and self.exclude_llm_call_in_reward:
                     record.dropped.append(DroppedCall(span, "in_reward", agent_name=agent))
-                elif in_llm and key is None:
-                    record.dropped.append(DroppedCall(span, "nested", agent_name=agent))
                 elif key is not None and key in seen_ids:
                     record.dropped.append(
                         DroppedCall(span, "duplicate", f"same as span {seen_ids[key]}", agent)
                     )
+                elif _same_call(in_llm, key) and _richness(span) <= _richness(in_llm.node.span):  # type: ignore[union-attr]
+                    # the same call recorded twice, one span inside the other: keep the richer record
+                    record.dropped.append(
+                        DroppedCall(span, "nested", f"inside span {in_llm.node.span.span_id}", agent)
+                    )
                 else:
                     if key is not None:
                         seen_ids[key] = span.span_id
-                    calls.append(_Call(node, agent))
+                    call = _Call(node, agent)
+                    if _same_call(in_llm, key) and in_llm in calls:  # a wrapper around a richer record
+                        calls.remove(in_llm)
+                        record.dropped.append(
+                            DroppedCall(
+                                in_llm.node.span, "nested", f"wraps span {span.span_id}", in_llm.agent
+                            )
+                        )
+                    calls.append(call)
+                    enclosing = call
             child_in_reward = in_reward or (not node.virtual and _is_reward_scope(span))
             for child in reversed(node.children):
-                stack.append((child, agent, selected, child_in_reward, in_llm or is_llm))
+                stack.append((child, agent, selected, child_in_reward, enclosing))
         record.agent_names = list(agents)
         return calls
 
@@ -302,9 +329,38 @@ def _is_reward_scope(span: Span) -> bool:
     return span.name == AGL_OPERATION and name == AGL_REWARD
 
 
+def _same_call(outer: _Call | None, key: str | None) -> bool:
+    """Whether an LLM span inside ``outer`` records the same call (no two different response ids)."""
+    if outer is None:
+        return False
+    outer_key = _genai.response_id(outer.node.span)
+    return key is None or outer_key is None or key == outer_key
+
+
+def _richness(span: Span) -> tuple[bool, bool, bool]:
+    """How much of an LLM call a span recorded: token ids, then response id, then the completion."""
+    attributes = span.attributes
+    has_ids = _genai.response_token_ids(span) is not None
+    has_id = _genai.response_id(span) is not None
+    has_completion = any(
+        key in attributes or any(k.startswith(key + ".") for k in attributes)
+        for key in ("gen_ai.output.messages", "gen_ai.completion", "llm.output_messages")
+    )
+    return has_ids, has_id, has_completion
+
+
 def _section(span: Span, prefix: str) -> dict[str, Any]:
     """``prefix.*`` attributes as a nested dict (empty when none)."""
     if not any(key.startswith(prefix + ".") for key in span.attributes):
         return {}
     value = filter_and_unflatten_attributes(dict(span.attributes), prefix)
     return value if isinstance(value, dict) else {"value": value}
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3 defined LlmProxyTraceToTriplet in this module; agl keeps it in proxy_triplet.py.
+    if name == "LlmProxyTraceToTriplet":
+        from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
+
+        return LlmProxyTraceToTriplet
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,8 @@
 """``agl runner``: runners on this machine joining a training run whose store is served elsewhere.
 
     agl runner --store http://trainer-host:4747 --agent my_package.agents:agent --n-runners 4
+    agl runner --store http://trainer-host:4747 --agent my_package.agents:agent --n-runners 16 \
+        --strategy ray --address auto       # 16 Ray actors on the cluster (plugin agl-ray)
 
 Each runner dequeues rollouts from the store, runs the agent with tracing, and reports spans and the
 attempt's status, until Ctrl-C (the in-flight attempt is reported as failed, so the store retries it per
@@ -102,15 +104,24 @@ async def _watch_store(store: Any, event: Any, timeout: float, failed: list[bool
 
 async def run_worker(options: _Options, worker_id: int, event: Any) -> bool:
     """Run one runner until ``event`` is set or ``max_rollouts`` are done; False if the store went away."""
+    from agl_core.store.uri import open_store
+
+    store = open_store(options.store)
+    try:
+        return await run_worker_on(options, store, worker_id, event)
+    finally:
+        await store.close()
+
+
+async def run_worker_on(options: _Options, store: Any, worker_id: int, event: Any) -> bool:
+    """`run_worker` on an open store (which the caller closes)."""
     from agl_core.execution._lifecycle import run_until_stopped
     from agl_core.runner.agent import LitAgentRunner
-    from agl_core.store.uri import open_store
     from agl_core.tracer.base import Tracer
     from agl_core.trainer.init_utils import build_component
 
     agent = load_agent(options.agent)
     tracer = build_component(options.tracer, expected_type=Tracer, spec_name="tracer", registry="tracer")
-    store = open_store(options.store)
     runner: LitAgentRunner[Any] = LitAgentRunner(
         tracer=tracer, max_rollouts=options.max_rollouts, poll_interval=options.poll_interval
     )
@@ -130,8 +141,64 @@ async def run_worker(options: _Options, worker_id: int, event: Any) -> bool:
     finally:
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
-        await store.close()
     return not failed
+
+
+class CommandRunnerBundle:
+    """The runner bundle ``agl runner --strategy <name>`` hands to a strategy (picklable: only options)."""
+
+    def __init__(self, options: _Options) -> None:
+        self.options = options
+
+    async def __call__(self, store: Any, worker_id: int, event: Any) -> None:
+        """Run one runner on ``store`` as worker ``worker_id`` until ``event`` is set."""
+        if not await run_worker_on(self.options, store, worker_id, event):
+            raise RuntimeError(f"The store {self.options.store} stopped answering; the runner stopped.")
+
+
+async def _no_algorithm(store: Any, event: Any) -> None:
+    """The algorithm side of a runners-only strategy run: nothing."""
+
+
+def _run_with_strategy(
+    options: _Options, strategy_name: str, address: str | None, first: int, n_runners: int
+) -> int:
+    """Runners placed by a registered execution strategy (``ray``) instead of local processes."""
+    from agl_core.errors import UnknownComponentError
+    from agl_core.plugins import get_registry
+    from agl_core.store.uri import open_store
+
+    kwargs: dict[str, Any] = {
+        "role": "runner",
+        "store_uri": options.store,
+        "n_runners": n_runners,
+        "first_worker_id": first,
+        "graceful_timeout": options.grace,
+    }
+    if address is not None:
+        kwargs["address"] = address
+    try:
+        strategy = get_registry("strategy").create(strategy_name, **kwargs)
+    except UnknownComponentError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strategy") from exc
+    except TypeError as exc:
+        raise click.UsageError(
+            f"Strategy {strategy_name!r} cannot place runners on its own ({exc}); use --strategy local, or a "
+            "strategy such as 'ray' (pip install agl-ray) that accepts role='runner' and store_uri."
+        ) from exc
+
+    async def close(store: Any) -> None:
+        await store.close()
+
+    store = open_store(options.store)
+    try:
+        strategy.execute(_no_algorithm, CommandRunnerBundle(options), store)
+    except Exception as exc:
+        logger.error("The %s runners stopped: %s: %s", strategy_name, type(exc).__name__, exc)
+        return 1
+    finally:
+        asyncio.run(close(store))
+    return 0
 
 
 def _worker_process(options: _Options, worker_id: int, event: Any, parent_pid: int) -> None:
@@ -237,6 +304,19 @@ def _run_processes(options: _Options, first_worker_id: int, n_runners: int) -> i
     help="Seconds a stopping runner gets to finish its rollout before it is cancelled.",
 )
 @click.option(
+    "--strategy",
+    "strategy_name",
+    default="local",
+    show_default=True,
+    help="Where the runners run: 'local' (this machine: one process, or --n-runners processes) or a "
+    "registered execution strategy such as 'ray' (actors on a Ray cluster; pip install agl-ray).",
+)
+@click.option(
+    "--address",
+    default=None,
+    help="Cluster address for --strategy ray ('auto', 'ray://head:10001'); default: a local Ray.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -252,6 +332,8 @@ def runner_command(
     poll_interval: float,
     server_timeout: float,
     grace: float,
+    strategy_name: str,
+    address: str | None,
     log_level: str,
 ) -> None:
     """Run agent runners against a store served elsewhere, until Ctrl-C."""
@@ -262,7 +344,14 @@ def runner_command(
     load_agent(agent_spec)  # fail fast, with a clear message, before starting anything
     options = _Options(store_url, agent_spec, tracer, max_rollouts, poll_interval, server_timeout, grace)
     first = os.getpid() if worker_id is None else worker_id
-    code = _run_in_process(options, first) if n_runners == 1 else _run_processes(options, first, n_runners)
+    if strategy_name != "local":
+        code = _run_with_strategy(options, strategy_name, address, first, n_runners)
+    elif address is not None:
+        raise click.UsageError("--address only applies to a cluster strategy (--strategy ray).")
+    elif n_runners == 1:
+        code = _run_in_process(options, first)
+    else:
+        code = _run_processes(options, first, n_runners)
     sys.exit(code)
 
 

@@ -14,15 +14,28 @@ from typing import Any
 
 import click
 
+from agl_core.cli.legacy_cmds import legacy_store_options, run_legacy_store
+from agl_core.cli.store_inspect import add_inspection_commands
+
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
 
 DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 """The store ``agl store serve`` opens when ``--store`` is not given (relative to the current directory)."""
 
 
-@click.group(name="store")
-def store_group() -> None:
-    """Run and inspect the LightningStore server."""
+@click.group(name="store", invoke_without_command=True)
+@legacy_store_options
+@click.pass_context
+def store_group(ctx: click.Context, **legacy_options: Any) -> None:
+    """Run and inspect the LightningStore server.
+
+    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``).
+    """
+    if ctx.invoked_subcommand is None:
+        run_legacy_store(ctx, **legacy_options)
+
+
+add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
 
 
 @store_group.command(name="serve")

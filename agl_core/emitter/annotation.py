@@ -27,3 +27,12 @@ def emit_annotation(annotation: dict[str, Any], propagate: bool = True) -> SpanC
     logger.debug("Emitting annotation with keys %s", list(attributes))
     tracer = resolve_tracer(propagate, "annotation span")
     return tracer.create_span(AGL_ANNOTATION, attributes=attributes, status=TraceStatus(status_code="OK"))
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3 defined ``operation`` and ``OperationContext`` in this module.
+    if name in ("operation", "OperationContext"):
+        import importlib
+
+        return getattr(importlib.import_module("agl_core.emitter.operation"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,14 +41,16 @@ def _base_name(obj: Any) -> str:
     return type(obj).__name__
 
 
-def emit_object(obj: Any, attributes: dict[str, Any] | None = None, propagate: bool = True) -> SpanCoreFields:
-    """Emit an ``agentlightning.object`` span holding ``obj``.
+def emit_object(
+    object: Any, attributes: dict[str, Any] | None = None, propagate: bool = True
+) -> SpanCoreFields:
+    """Emit an ``agentlightning.object`` span holding ``object``.
 
     str/int/float/bool are stored as ``object.literal`` (``str(value)``) with ``object.type`` the type name;
     bytes as base64 with type ``"bytes"``; anything else as ``object.json`` with its fully qualified type
     name (builtins unqualified). Raises ``RuntimeError`` when the value is not JSON serializable.
     """
-    attrs = {**extra_attributes(attributes), **_object_attributes(obj)}
+    attrs = {**extra_attributes(attributes), **_object_attributes(object)}
     tracer = resolve_tracer(propagate, "object span")
     return tracer.create_span(AGL_OBJECT, attributes=attrs, status=TraceStatus(status_code="OK"))
 

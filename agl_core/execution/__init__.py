@@ -3,6 +3,9 @@
 * `SharedMemoryExecutionStrategy` (``"shm"``): threads of one process sharing one store object.
 * `ClientServerExecutionStrategy` (``"cs"``): the algorithm serves the store over HTTP; runners are
   processes (local children, or ``agl runner`` on other machines).
+
+Both register through the ``agl_register_strategies`` hook like any plugin's strategy (``"ray"`` from
+agl-ray); ``Trainer(strategy=<name>)`` looks names up in the ``"strategy"`` registry.
 """
 
 from agl_core.execution.base import AlgorithmBundle, ExecutionStrategy, RunnerBundle
@@ -11,7 +14,6 @@ from agl_core.execution.events import ExecutionEvent, MultiprocessingEvent, Thre
 from agl_core.execution.shared_memory import SharedMemoryExecutionStrategy
 
 __all__ = [
-    "STRATEGIES",
     "AlgorithmBundle",
     "ClientServerExecutionStrategy",
     "ExecutionEvent",
@@ -21,9 +23,3 @@ __all__ = [
     "SharedMemoryExecutionStrategy",
     "ThreadingEvent",
 ]
-
-STRATEGIES: dict[str, type[ExecutionStrategy]] = {
-    "shm": SharedMemoryExecutionStrategy,
-    "cs": ClientServerExecutionStrategy,
-}
-"""Strategy names accepted by ``Trainer(strategy=...)``."""

@@ -2,9 +2,10 @@
 
 Servers return token ids in vLLM's ``return_token_ids`` format: ``prompt_token_ids`` at the top level
 (chat) or per choice (completions), ``token_ids`` per choice; streamed chunks carry the delta's
-``token_ids`` and the first chunk the ``prompt_token_ids``. The ``openai`` client keeps these unknown
-fields in ``model_extra``. Older producers are accepted too: a top-level ``response_token_ids`` list of
-lists and LiteLLM's ``provider_specific_fields["token_ids"]``.
+``token_ids`` and the first chunk the ``prompt_token_ids``. Responses API results carry top-level
+``prompt_token_ids`` and ``token_ids`` (in streams, on the ``response.completed`` event's response). The
+``openai`` client keeps these unknown fields in ``model_extra``. Older producers are accepted too: a
+top-level ``response_token_ids`` list of lists and LiteLLM's ``provider_specific_fields["token_ids"]``.
 """
 
 from __future__ import annotations
@@ -13,17 +14,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from agl_core.instrumentation._genai_parts import tool_definitions
 from agl_core.semconv import (
     AGL_LLM_SOURCE,
-    GEN_AI_REQUEST_TOOLS,
     GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_TOOL_DEFINITIONS,
     LLM_SOURCE_TRACER,
     LOGPROBS_CONTENT,
     PROMPT_TOKEN_IDS,
     RESPONSE_TOKEN_IDS,
 )
 
-__all__ = ["StreamAccumulator", "request_attributes", "response_attributes"]
+__all__ = ["StreamAccumulator", "request_attributes", "response_attributes", "responses_api_attributes"]
 
 
 def _extra(obj: Any, key: str) -> Any:
@@ -57,11 +59,12 @@ def _given(value: Any) -> Any:
 
 
 def request_attributes(kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Attributes known from the request: capture source, the raw tools list, token-id prompts."""
+    """Attributes known from the request: capture source, the tools (``gen_ai.tool.definitions``), token-id
+    prompts."""
     attributes: dict[str, Any] = {AGL_LLM_SOURCE: LLM_SOURCE_TRACER}
     tools = _given(kwargs.get("tools"))
     if tools:
-        attributes[GEN_AI_REQUEST_TOOLS] = json.dumps(list(tools), default=_jsonable)
+        attributes[GEN_AI_TOOL_DEFINITIONS] = json.dumps(tool_definitions(tools), default=_jsonable)
     prompt_ids = _int_list(_given(kwargs.get("prompt")))
     if prompt_ids:
         attributes[PROMPT_TOKEN_IDS] = prompt_ids
@@ -120,6 +123,27 @@ def response_attributes(response: Any) -> dict[str, Any]:
     return attributes
 
 
+def responses_api_attributes(response: Mapping[str, Any]) -> dict[str, Any]:
+    """agl's attributes from a Responses API result (as a plain dict): token ids and output logprobs."""
+    attributes: dict[str, Any] = {}
+    prompt_ids = _int_list(response.get("prompt_token_ids"))
+    if prompt_ids is not None:
+        attributes[PROMPT_TOKEN_IDS] = prompt_ids
+    response_ids = _int_list(response.get("token_ids"))
+    if response_ids is None:
+        response_ids = _int_list(response.get("response_token_ids"))
+    if response_ids is not None:
+        attributes[RESPONSE_TOKEN_IDS] = response_ids
+    entries: list[Any] = []
+    for item in response.get("output") or []:
+        for part in item.get("content") or [] if isinstance(item, Mapping) else []:
+            if isinstance(part, Mapping) and isinstance(part.get("logprobs"), list):
+                entries.extend(part["logprobs"])
+    if entries:
+        attributes[LOGPROBS_CONTENT] = json.dumps(entries)
+    return attributes
+
+
 class StreamAccumulator:
     """Collects agl's fields over the chunks of a streamed response (token ids of choice 0 concatenated)."""
 
@@ -134,6 +158,8 @@ class StreamAccumulator:
         self.model: str | None = None
         self.id: str | None = None
         self.usage: Any = None
+        self.roles: dict[int, str] = {}
+        self.tool_calls: dict[int, dict[int, dict[str, Any]]] = {}
 
     def add(self, chunk: Any) -> None:
         """Fold one chunk in."""
@@ -148,6 +174,20 @@ class StreamAccumulator:
             if getattr(choice, "finish_reason", None):
                 self.finish_reasons[index] = choice.finish_reason
             text = getattr(choice, "text", None)
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                text = getattr(delta, "content", None)
+                if getattr(delta, "role", None):
+                    self.roles[index] = delta.role
+                for call in getattr(delta, "tool_calls", None) or []:
+                    slot = self.tool_calls.setdefault(index, {}).setdefault(
+                        getattr(call, "index", 0) or 0, {"id": None, "name": None, "arguments": ""}
+                    )
+                    slot["id"] = slot["id"] or getattr(call, "id", None)
+                    function = getattr(call, "function", None)
+                    if function is not None:
+                        slot["name"] = slot["name"] or getattr(function, "name", None)
+                        slot["arguments"] += getattr(function, "arguments", None) or ""
             if isinstance(text, str):
                 self.texts.setdefault(index, []).append(text)
             if index != 0:
@@ -162,6 +202,27 @@ class StreamAccumulator:
             if entries is not None:
                 self.saw_logprobs = True
                 self.logprobs.extend(entries)
+
+    def output_messages(self) -> list[dict[str, Any]]:
+        """The streamed choices as GenAI output messages (text and tool calls, per choice index)."""
+        from agl_core.instrumentation._genai_parts import _arguments
+
+        messages: list[dict[str, Any]] = []
+        for index in sorted(set(self.texts) | set(self.tool_calls) | set(self.finish_reasons)):
+            text = "".join(self.texts.get(index, []))
+            parts: list[dict[str, Any]] = [{"type": "text", "content": text}] if text else []
+            for _, call in sorted(self.tool_calls.get(index, {}).items()):
+                parts.append(
+                    {
+                        "type": "tool_call",
+                        "id": call["id"],
+                        "name": call["name"],
+                        "arguments": _arguments(call["arguments"]),
+                    }
+                )
+            role = self.roles.get(index, "assistant")
+            messages.append({"role": role, "parts": parts, "finish_reason": self.finish_reasons.get(index)})
+        return messages
 
     def attributes(self) -> dict[str, Any]:
         """agl's attributes for what was streamed so far."""

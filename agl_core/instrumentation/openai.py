@@ -1,29 +1,40 @@
 """Capture ``openai`` client calls as OpenTelemetry GenAI spans, with the token ids RL training needs.
 
-What does what:
+Covered, sync and async, streamed and not: chat completions (``chat.completions.create`` and
+``.parse``; the ``.stream()`` helpers go through ``create``), text completions (``completions.create``)
+and the Responses API (``responses.create`` and ``.parse``; ``responses.stream()`` goes through
+``create``). One span per call, named ``"{operation} {model}"`` (``chat``, ``text_completion``,
+``responses``), kind CLIENT, with the current GenAI attributes: ``gen_ai.operation.name``,
+``gen_ai.provider.name``, ``gen_ai.request.*``, ``gen_ai.response.id`` / ``.model`` /
+``.finish_reasons``, ``gen_ai.usage.*``, ``server.address`` / ``.port``, ``gen_ai.tool.definitions``,
+and content as ``gen_ai.input.messages`` / ``gen_ai.output.messages`` / ``gen_ai.system_instructions``
+in the "parts" format (:mod:`agl_core.instrumentation._genai_parts`). agl adds ``prompt_token_ids``,
+``response_token_ids`` and ``logprobs.content`` when the server returns them, and
+``agl.llm.source="tracer"``. A failed call ends its span with status ERROR and ``error.type``.
 
-* **Chat completions** are traced by the official ``opentelemetry-instrumentation-openai-v2`` (span
-  ``chat {model}``, ``gen_ai.*`` attributes, content as ``gen_ai.input.messages``/``gen_ai.output.messages``
-  in the GenAI "parts" format). agl adds only what it lacks: before the official wrapper is installed,
-  agl patches ``Completions.create`` itself, so agl's code runs *inside* the official span and sets
-  ``prompt_token_ids``, ``response_token_ids``, ``logprobs.content``, ``gen_ai.request.tools``,
-  ``agl.llm.source="tracer"`` -- and, for streams, ``gen_ai.response.finish_reasons`` (the official
-  wrapper leaves it empty when streaming). It also keeps list-of-parts message content (text and
-  ``image_url`` parts, which the official wrapper drops) as ``text`` / ``uri`` parts.
-* **Text completions** (``client.completions.create``) are not covered by the official instrumentation;
-  agl traces them with the same GenAI library (``opentelemetry-util-genai``), so the span has the same
-  shape with operation ``text_completion``.
+Why agl's own instrumentation (wrapt, on the public ``create`` / ``parse`` methods) and not the official
+``opentelemetry-instrumentation-openai-v2``: its latest release (2.4b0) imports
+``opentelemetry.util.genai.instruments``, which ``opentelemetry-util-genai`` removed in 1.1b0, so using
+it pins ``util-genai==1.0b0`` and makes every other GenAI instrumentation built on the current 1.3b0
+uninstallable beside agl; it also covers neither text completions nor the Responses API, drops
+list-of-parts content, and adding token ids to its spans meant patching its private
+``_prepare_input_messages``. Writing the attributes directly costs a few hundred lines, needs only
+``openai`` and ``wrapt``, and installs beside any version of the official GenAI packages.
 
-Content capture: the official libraries read ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
-When it is unset, :func:`instrument_openai` sets it to ``SPAN_ONLY`` (agl records prompts and answers by
-default -- they are the training data); an explicit user value is respected.
+Content capture: on by default (prompts and answers are the training data). The GenAI switch
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` set to ``false``/``0``/``NO_CONTENT``/
+``EVENT_ONLY`` turns it off (token ids are still recorded).
 
 Spans are created on :data:`agl_core.tracer._routing.active_tracer_provider` by default: each call lands
 in the provider of the tracer active in the calling context, and nothing is recorded outside a trace.
+A call made while another agl-instrumented call is in progress on the same context (``parse`` calling
+``create``) records one span.
 """
 
 from __future__ import annotations
 
+import contextvars
+import json
 import logging
 import os
 import threading
@@ -31,21 +42,70 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry import trace as trace_api
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from agl_core.instrumentation._openai_fields import StreamAccumulator, request_attributes, response_attributes
-from agl_core.semconv import GEN_AI_OPERATION_CHAT, GEN_AI_OPERATION_NAME, GEN_AI_OPERATION_TEXT_COMPLETION
+from agl_core.instrumentation import _genai_parts as parts
+from agl_core.instrumentation._openai_fields import (
+    StreamAccumulator,
+    _given,
+    request_attributes,
+    response_attributes,
+    responses_api_attributes,
+)
+from agl_core.semconv import (
+    GEN_AI_INPUT_MESSAGES,
+    GEN_AI_OPERATION_CHAT,
+    GEN_AI_OPERATION_NAME,
+    GEN_AI_OPERATION_RESPONSES,
+    GEN_AI_OPERATION_TEXT_COMPLETION,
+    GEN_AI_OUTPUT_MESSAGES,
+    GEN_AI_PROVIDER_NAME,
+    GEN_AI_REQUEST_MODEL,
+    GEN_AI_RESPONSE_FINISH_REASONS,
+    GEN_AI_RESPONSE_ID,
+    GEN_AI_RESPONSE_MODEL,
+    GEN_AI_SYSTEM_INSTRUCTIONS,
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+)
 
-__all__ = ["instrument_openai", "is_openai_instrumented", "uninstrument_openai"]
+__all__ = ["CAPTURE_CONTENT_ENV", "instrument_openai", "is_openai_instrumented", "uninstrument_openai"]
 
 logger = logging.getLogger(__name__)
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_CHAT_MODULE = "openai.resources.chat.completions"
-_COMPLETIONS_MODULE = "openai.resources.completions"
-_MISSING_HELP = (
-    "install agl-core[openai] (openai, opentelemetry-instrumentation-openai-v2, "
-    "opentelemetry-util-genai==1.0b0, httpx)"
+_NO_CONTENT = ("false", "0", "no", "off", "no_content", "none", "event_only")
+_SCOPE = "agl_core.instrumentation.openai"
+_MISSING_HELP = "install agl-core[openai] (openai, wrapt)"
+
+# (request parameter, span attribute) pairs recorded when the call gives them
+_REQUEST_PARAMS = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("max_completion_tokens", "gen_ai.request.max_tokens"),
+    ("max_output_tokens", "gen_ai.request.max_tokens"),
+    ("seed", "gen_ai.request.seed"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("n", "gen_ai.request.choice.count"),
 )
+
+# (module, class, method, operation)
+_TARGETS = (
+    ("openai.resources.chat.completions", "Completions", "create", GEN_AI_OPERATION_CHAT),
+    ("openai.resources.chat.completions", "AsyncCompletions", "create", GEN_AI_OPERATION_CHAT),
+    ("openai.resources.chat.completions", "Completions", "parse", GEN_AI_OPERATION_CHAT),
+    ("openai.resources.chat.completions", "AsyncCompletions", "parse", GEN_AI_OPERATION_CHAT),
+    ("openai.resources.completions", "Completions", "create", GEN_AI_OPERATION_TEXT_COMPLETION),
+    ("openai.resources.completions", "AsyncCompletions", "create", GEN_AI_OPERATION_TEXT_COMPLETION),
+    ("openai.resources.responses", "Responses", "create", GEN_AI_OPERATION_RESPONSES),
+    ("openai.resources.responses", "AsyncResponses", "create", GEN_AI_OPERATION_RESPONSES),
+    ("openai.resources.responses", "Responses", "parse", GEN_AI_OPERATION_RESPONSES),
+    ("openai.resources.responses", "AsyncResponses", "parse", GEN_AI_OPERATION_RESPONSES),
+)
+
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("agl_openai_in_call", default=False)
 
 
 class _State:
@@ -54,36 +114,24 @@ class _State:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.users = 0
+        self.tracer: trace_api.Tracer | None = None
         self.provider: trace_api.TracerProvider | None = None
-        self.env_was_set = False
-        self.instrumentor: Any = None
-        self.handler: Any = None
-        self.wrappers: list[tuple[type, Any]] = []
-        self.original_prepare: Callable[..., Any] | None = None
+        self.wrappers: list[tuple[type, str, Any]] = []
 
 
 _state = _State()
 
 
-# ----------------------------------------------------------------------------------------- helpers
+def _capture_content() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() not in _NO_CONTENT
 
 
-def _set_attributes(span: Any, attributes: Mapping[str, Any]) -> None:
-    if attributes and span.is_recording():
-        span.set_attributes(dict(attributes))
-
-
-def _current_llm_span(operation: str) -> Any:
-    """The current span if it is a recording GenAI span of ``operation`` (the official one), else None."""
-    span = trace_api.get_current_span()
-    if not span.is_recording():
-        return None
-    attributes = getattr(span, "attributes", None) or {}
-    return span if attributes.get(GEN_AI_OPERATION_NAME) == operation else None
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str, ensure_ascii=False)
 
 
 def _server_attributes(instance: Any) -> dict[str, Any]:
-    """``server.address``/``server.port`` from the base URL (the official helper misses httpx2 URLs)."""
+    """``server.address``/``server.port`` of the client's base URL."""
     url = getattr(getattr(instance, "_client", None), "base_url", None)
     host, port = getattr(url, "host", None), getattr(url, "port", None)
     attributes: dict[str, Any] = {}
@@ -97,65 +145,209 @@ def _server_attributes(instance: Any) -> dict[str, Any]:
 def _parsed(result: Any) -> Any:
     """The response model behind a ``with_raw_response`` wrapper (or the result itself)."""
     parse = getattr(result, "parse", None)
-    return parse() if callable(parse) and not hasattr(result, "choices") else result
+    has_body = hasattr(result, "choices") or hasattr(result, "output")
+    return parse() if callable(parse) and not has_body else result
 
 
 def _is_stream(result: Any) -> bool:
     return hasattr(result, "__next__") or hasattr(result, "__anext__")
 
 
+# ------------------------------------------------------------------------------------ span lifecycle
+
+
+class _Call:
+    """One traced call: its span, operation and request; finishes the span from a result or an error."""
+
+    def __init__(self, operation: str, instance: Any, kwargs: Mapping[str, Any]) -> None:
+        assert _state.tracer is not None
+        self.operation = operation
+        self.kwargs = kwargs
+        self.capture = _capture_content()
+        model = _given(kwargs.get("model"))
+        model_name = str(model) if model else ""
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION_NAME: operation,
+            GEN_AI_PROVIDER_NAME: "openai",
+            **_server_attributes(instance),
+            **request_attributes(kwargs),
+        }
+        if model_name:
+            attributes[GEN_AI_REQUEST_MODEL] = model_name
+        for param, key in _REQUEST_PARAMS:
+            value = _given(kwargs.get(param))
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                attributes[key] = value
+        stop = _given(kwargs.get("stop"))
+        if stop:
+            attributes["gen_ai.request.stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+        if self.capture:
+            attributes.update(self._input_content())
+        name = f"{operation} {model_name}" if model_name else operation
+        self.span = _state.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+
+    def _input_content(self) -> dict[str, Any]:
+        kwargs = self.kwargs
+        if self.operation == GEN_AI_OPERATION_CHAT:
+            messages = parts.chat_input_messages(_given(kwargs.get("messages")) or [])
+            return {GEN_AI_INPUT_MESSAGES: _dumps(messages)}
+        if self.operation == GEN_AI_OPERATION_TEXT_COMPLETION:
+            prompt = _given(kwargs.get("prompt"))
+            prompts = [prompt] if isinstance(prompt, str) else prompt if isinstance(prompt, list) else []
+            messages = [parts.text_message("user", p) for p in prompts if isinstance(p, str)]
+            return {GEN_AI_INPUT_MESSAGES: _dumps(messages)} if messages else {}
+        out: dict[str, Any] = {}
+        given = _given(kwargs.get("input"))
+        if given is not None:
+            out[GEN_AI_INPUT_MESSAGES] = _dumps(parts.responses_input_messages(given))
+        instructions = _given(kwargs.get("instructions"))
+        if isinstance(instructions, str) and instructions:
+            out[GEN_AI_SYSTEM_INSTRUCTIONS] = _dumps([{"type": "text", "content": instructions}])
+        return out
+
+    # -------------------------------------------------------------- results
+
+    def finish(self, result: Any) -> Any:
+        """Record a complete result and end the span; a stream is wrapped and ends the span when done."""
+        if self.kwargs.get("stream") is True and _is_stream(result):
+            return _StreamTap(result, self)
+        try:
+            self._record(_parsed(result))
+        except Exception:  # never break the user's call because of tracing
+            logger.exception("agl openai instrumentation: recording a %s result failed", self.operation)
+        self.span.end()
+        return result
+
+    def fail(self, error: BaseException) -> None:
+        """End the span as failed."""
+        self.span.set_attribute("error.type", type(error).__qualname__)
+        self.span.set_status(Status(StatusCode.ERROR, str(error)))
+        self.span.end()
+
+    def _set(self, attributes: Mapping[str, Any]) -> None:
+        self.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+
+    def _record(self, response: Any) -> None:
+        if self.operation == GEN_AI_OPERATION_RESPONSES:
+            self._record_responses(parts.plain(response))
+            return
+        usage = getattr(response, "usage", None)
+        choices = getattr(response, "choices", None) or []
+        self._set(
+            {
+                GEN_AI_RESPONSE_ID: getattr(response, "id", None),
+                GEN_AI_RESPONSE_MODEL: getattr(response, "model", None),
+                GEN_AI_RESPONSE_FINISH_REASONS: [c.finish_reason or "error" for c in choices] or None,
+                GEN_AI_USAGE_INPUT_TOKENS: getattr(usage, "prompt_tokens", None),
+                GEN_AI_USAGE_OUTPUT_TOKENS: getattr(usage, "completion_tokens", None),
+                **response_attributes(response),
+            }
+        )
+        if self.capture:
+            if self.operation == GEN_AI_OPERATION_CHAT:
+                output = parts.chat_output_messages(choices)
+            else:
+                output = [
+                    parts.text_message("assistant", c.text or "", c.finish_reason or "error") for c in choices
+                ]
+            self._set({GEN_AI_OUTPUT_MESSAGES: _dumps(output)})
+
+    def _record_responses(self, response: Mapping[str, Any]) -> None:
+        usage = response.get("usage") or {}
+        self._set(
+            {
+                GEN_AI_RESPONSE_ID: response.get("id"),
+                GEN_AI_RESPONSE_MODEL: response.get("model"),
+                GEN_AI_RESPONSE_FINISH_REASONS: [parts.responses_finish_reason(response)],
+                GEN_AI_USAGE_INPUT_TOKENS: usage.get("input_tokens"),
+                GEN_AI_USAGE_OUTPUT_TOKENS: usage.get("output_tokens"),
+                **responses_api_attributes(response),
+            }
+        )
+        if self.capture:
+            self._set({GEN_AI_OUTPUT_MESSAGES: _dumps(parts.responses_output_messages(response))})
+
+    def finish_stream(self, tap: _StreamTap, error: BaseException | None) -> None:
+        """End the span of a streamed call with what the stream delivered."""
+        try:
+            if self.operation == GEN_AI_OPERATION_RESPONSES:
+                if tap.final_response is not None:
+                    self._record_responses(tap.final_response)
+            else:
+                self._record_stream(tap.accumulator)
+        except Exception:
+            logger.exception("agl openai instrumentation: recording a streamed %s failed", self.operation)
+        if error is not None:
+            self.fail(error)
+        else:
+            self.span.end()
+
+    def _record_stream(self, acc: StreamAccumulator) -> None:
+        usage = acc.usage
+        self._set(
+            {
+                GEN_AI_RESPONSE_ID: acc.id,
+                GEN_AI_RESPONSE_MODEL: acc.model,
+                GEN_AI_USAGE_INPUT_TOKENS: getattr(usage, "prompt_tokens", None),
+                GEN_AI_USAGE_OUTPUT_TOKENS: getattr(usage, "completion_tokens", None),
+                **acc.attributes(),
+            }
+        )
+        if self.capture:
+            self._set({GEN_AI_OUTPUT_MESSAGES: _dumps(acc.output_messages())})
+
+
 class _StreamTap:
-    """Proxy of an ``openai`` Stream/AsyncStream that folds chunks into a :class:`StreamAccumulator`.
+    """Proxy of an ``openai`` Stream/AsyncStream: folds events in and ends the call's span once, when the
+    stream is exhausted, fails or is closed."""
 
-    ``on_done(accumulator, error)`` runs once, when the stream is exhausted, fails or is closed -- before
-    the official wrapper (which iterates this proxy) ends its span.
-    """
-
-    def __init__(
-        self, stream: Any, on_done: Callable[[StreamAccumulator, BaseException | None], None]
-    ) -> None:
+    def __init__(self, stream: Any, call: _Call) -> None:
         self._stream = stream
-        self._on_done = on_done
-        self._accumulator = StreamAccumulator()
+        self._call = call
+        self.accumulator = StreamAccumulator()
+        self.final_response: Mapping[str, Any] | None = None
         self._done = False
+
+    def _add(self, event: Any) -> None:
+        if self._call.operation != GEN_AI_OPERATION_RESPONSES:
+            self.accumulator.add(event)
+        elif getattr(event, "type", None) in ("response.completed", "response.incomplete", "response.failed"):
+            self.final_response = parts.plain(getattr(event, "response", None))
 
     def _finish(self, error: BaseException | None = None) -> None:
         if not self._done:
             self._done = True
-            try:
-                self._on_done(self._accumulator, error)
-            except Exception:  # never break the user's stream because of tracing
-                logger.exception("agl openai instrumentation: finishing a streamed call failed")
+            self._call.finish_stream(self, error)
 
     def __iter__(self) -> _StreamTap:
         return self
 
     def __next__(self) -> Any:
         try:
-            chunk = next(self._stream)
+            event = next(self._stream)
         except StopIteration:
             self._finish()
             raise
         except Exception as exc:
             self._finish(exc)
             raise
-        self._accumulator.add(chunk)
-        return chunk
+        self._add(event)
+        return event
 
     def __aiter__(self) -> _StreamTap:
         return self
 
     async def __anext__(self) -> Any:
         try:
-            chunk = await self._stream.__anext__()
+            event = await self._stream.__anext__()
         except StopAsyncIteration:
             self._finish()
             raise
         except Exception as exc:
             self._finish(exc)
             raise
-        self._accumulator.add(chunk)
-        return chunk
+        self._add(event)
+        return event
 
     def close(self) -> Any:
         """Close the underlying stream (returns its coroutine for async streams)."""
@@ -180,226 +372,99 @@ class _StreamTap:
         return getattr(self._stream, name)
 
 
-# ------------------------------------------------------------------------------- chat completions
+# ------------------------------------------------------------------------------------ wrappers
 
 
-def _chat_before(instance: Any, kwargs: Mapping[str, Any]) -> Any:
-    span = _current_llm_span(GEN_AI_OPERATION_CHAT)
-    if span is not None:
-        attributes = request_attributes(kwargs)
-        if not (getattr(span, "attributes", None) or {}).get("server.address"):
-            attributes.update(_server_attributes(instance))
-        _set_attributes(span, attributes)
-    return span
+def _start(operation: str, instance: Any, kwargs: Mapping[str, Any]) -> _Call | None:
+    """A traced call, or None when this call is not traced (nested in one, or no agl trace active)."""
+    if _IN_CALL.get() or _state.tracer is None:
+        return None
+    call = _Call(operation, instance, kwargs)
+    if not call.span.is_recording():
+        call.span.end()
+        return None
+    return call
 
 
-def _chat_after(span: Any, kwargs: Mapping[str, Any], result: Any) -> Any:
-    if span is None:
-        return result
-    if kwargs.get("stream") is True:
-        if not _is_stream(result):
-            return result  # a raw-response stream: token ids are not tapped
-        return _StreamTap(result, lambda acc, _error: _set_attributes(span, acc.attributes()))
-    _set_attributes(span, response_attributes(_parsed(result)))
-    return result
+def _make_wrappers(operation: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    def sync_wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = _start(operation, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            with trace_api.use_span(call.span, end_on_exit=False, record_exception=False):
+                result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        finally:
+            _IN_CALL.reset(token)
+        return call.finish(result)
 
+    async def async_wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        call = _start(operation, instance, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        token = _IN_CALL.set(True)
+        try:
+            with trace_api.use_span(call.span, end_on_exit=False, record_exception=False):
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        finally:
+            _IN_CALL.reset(token)
+        return call.finish(result)
 
-def _chat_sync(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    span = _chat_before(instance, kwargs)
-    return _chat_after(span, kwargs, wrapped(*args, **kwargs))
-
-
-async def _chat_async(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    span = _chat_before(instance, kwargs)
-    return _chat_after(span, kwargs, await wrapped(*args, **kwargs))
-
-
-# -------------------------------------------------------------------------------- text completions
-
-
-def _start_completion(instance: Any, kwargs: Mapping[str, Any]) -> Any:
-    from opentelemetry.util.genai.types import InputMessage, Text
-
-    from agl_core.instrumentation._openai_fields import _given
-
-    handler = _state.handler
-    server = _server_attributes(instance)
-    invocation = handler.inference(
-        "openai",
-        request_model=_given(kwargs.get("model")) or "",
-        server_address=server.get("server.address"),
-        server_port=server.get("server.port"),
-        operation_name=GEN_AI_OPERATION_TEXT_COMPLETION,
-    )
-    invocation.temperature = _given(kwargs.get("temperature"))
-    invocation.top_p = _given(kwargs.get("top_p"))
-    invocation.max_tokens = _given(kwargs.get("max_tokens"))
-    invocation.seed = _given(kwargs.get("seed"))
-    invocation.frequency_penalty = _given(kwargs.get("frequency_penalty"))
-    invocation.presence_penalty = _given(kwargs.get("presence_penalty"))
-    stop = _given(kwargs.get("stop"))
-    if stop is not None:
-        invocation.stop_sequences = [stop] if isinstance(stop, str) else list(stop)
-    if handler.should_capture_content():
-        prompt = _given(kwargs.get("prompt"))
-        prompts = [prompt] if isinstance(prompt, str) else prompt if isinstance(prompt, list) else []
-        invocation.input_messages = [
-            InputMessage(role="user", parts=[Text(content=p)]) for p in prompts if isinstance(p, str)
-        ]
-    _set_attributes(invocation.span, request_attributes(kwargs))
-    return invocation
-
-
-def _output_messages(texts: Mapping[int, str], finish_reasons: Mapping[int, str | None]) -> list[Any]:
-    from opentelemetry.util.genai.types import OutputMessage, Text
-
-    return [
-        OutputMessage(
-            role="assistant", parts=[Text(content=texts[i])], finish_reason=finish_reasons.get(i) or "error"
-        )
-        for i in sorted(texts)
-    ]
-
-
-def _finish_completion(invocation: Any, response: Any) -> None:
-    choices = getattr(response, "choices", None) or []
-    invocation.response_model_name = getattr(response, "model", None)
-    invocation.response_id = getattr(response, "id", None)
-    invocation.finish_reasons = [choice.finish_reason or "error" for choice in choices]
-    usage = getattr(response, "usage", None)
-    if usage is not None:
-        invocation.input_tokens = usage.prompt_tokens
-        invocation.output_tokens = usage.completion_tokens
-    if _state.handler.should_capture_content():
-        invocation.output_messages = _output_messages(
-            {c.index: c.text or "" for c in choices}, {c.index: c.finish_reason for c in choices}
-        )
-    _set_attributes(invocation.span, response_attributes(response))
-    invocation.stop()
-
-
-def _finish_completion_stream(invocation: Any, acc: StreamAccumulator, error: BaseException | None) -> None:
-    invocation.response_model_name = acc.model
-    invocation.response_id = acc.id
-    if acc.usage is not None:
-        invocation.input_tokens = acc.usage.prompt_tokens
-        invocation.output_tokens = acc.usage.completion_tokens
-    if _state.handler.should_capture_content():
-        texts = {index: "".join(parts) for index, parts in acc.texts.items()}
-        invocation.output_messages = _output_messages(texts, acc.finish_reasons)
-    invocation.finish_reasons = [acc.finish_reasons[i] for i in sorted(acc.finish_reasons)]
-    _set_attributes(invocation.span, acc.attributes())
-    if error is not None:
-        invocation.fail(error)
-    else:
-        invocation.stop()
-
-
-def _completion_after(invocation: Any, kwargs: Mapping[str, Any], result: Any) -> Any:
-    if kwargs.get("stream") is True and _is_stream(result):
-        return _StreamTap(result, lambda acc, error: _finish_completion_stream(invocation, acc, error))
-    _finish_completion(invocation, _parsed(result))
-    return result
-
-
-def _completion_sync(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    invocation = _start_completion(instance, kwargs)
-    try:
-        result = wrapped(*args, **kwargs)
-    except Exception as exc:
-        invocation.fail(exc)
-        raise
-    return _completion_after(invocation, kwargs, result)
-
-
-async def _completion_async(
-    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    invocation = _start_completion(instance, kwargs)
-    try:
-        result = await wrapped(*args, **kwargs)
-    except Exception as exc:
-        invocation.fail(exc)
-        raise
-    return _completion_after(invocation, kwargs, result)
-
-
-# ------------------------------------------------------------------------ multi-part message content
-
-
-def _content_parts(content: Any) -> list[Any]:
-    """GenAI parts for OpenAI list-of-parts content: text parts and image URLs."""
-    from opentelemetry.util.genai.types import Text, Uri
-
-    parts: list[Any] = []
-    for part in content:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text" and isinstance(part.get("text"), str):
-            parts.append(Text(content=part["text"]))
-        elif kind == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else image
-            if isinstance(url, str):
-                parts.append(Uri(mime_type=None, modality="image", uri=url))
-    return parts
-
-
-def _prepare_input_messages_with_parts(messages: Any) -> Any:
-    """The official conversion, plus the text/image parts of list-valued contents it drops."""
-    assert _state.original_prepare is not None
-    converted = _state.original_prepare(messages)
-    for message, result in zip(messages or [], converted, strict=False):
-        content = (
-            message.get("content") if isinstance(message, Mapping) else getattr(message, "content", None)
-        )
-        if isinstance(content, list) and not any(
-            getattr(p, "type", None) in ("text", "uri") for p in result.parts
-        ):
-            result.parts.extend(_content_parts(content))
-    return converted
+    return sync_wrapper, async_wrapper
 
 
 # ------------------------------------------------------------------------------------ install
 
 
-def _import_requirements() -> tuple[Any, Any, Any]:
+def _import_requirements() -> Any:
     try:
         import openai  # noqa: F401
-        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-        from opentelemetry.instrumentation.openai_v2 import utils as official_utils
-        from opentelemetry.util.genai.handler import TelemetryHandler
+        import wrapt
     except ImportError as exc:
         raise ImportError(
             f"Tracing openai calls needs packages that are missing ({exc}); {_MISSING_HELP}."
         ) from exc
-    return OpenAIInstrumentor, official_utils, TelemetryHandler
+    return wrapt
 
 
-def _wrap(module: str, target: str, wrapper: Callable[..., Any]) -> None:
+def _wrap_all(wrapt: Any) -> None:
     import importlib
 
-    import wrapt
-
-    owner = importlib.import_module(module)
-    class_name, method = target.split(".")
-    cls = getattr(owner, class_name)
-    wrapt.wrap_function_wrapper(cls, method, wrapper)
-    _state.wrappers.append((cls, wrapper))
+    for module_name, class_name, method, operation in _TARGETS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            logger.debug("openai has no %s; its calls are not traced.", module_name)
+            continue
+        cls = getattr(module, class_name, None)
+        if cls is None or not callable(getattr(cls, method, None)):
+            continue
+        sync_wrapper, async_wrapper = _make_wrappers(operation)
+        wrapper = async_wrapper if class_name.startswith("Async") else sync_wrapper
+        wrapt.wrap_function_wrapper(cls, method, wrapper)
+        _state.wrappers.append((cls, method, wrapper))
 
 
 def _unwrap_all() -> None:
-    for cls, wrapper in reversed(_state.wrappers):
-        current = cls.__dict__.get("create")
+    for cls, method, wrapper in reversed(_state.wrappers):
+        current = cls.__dict__.get(method)
         if getattr(current, "_self_wrapper", None) is wrapper:
-            cls.create = current.__wrapped__
+            setattr(cls, method, current.__wrapped__)
         else:
-            logger.warning("%s.create was re-wrapped by someone else; leaving agl's wrapper in place.", cls)
+            logger.warning(
+                "%s.%s was re-wrapped by someone else; leaving agl's wrapper in place.", cls, method
+            )
     _state.wrappers.clear()
 
 
@@ -409,14 +474,14 @@ def is_openai_instrumented() -> bool:
 
 
 def instrument_openai(tracer_provider: trace_api.TracerProvider | None = None) -> None:
-    """Trace ``openai`` chat and text completions (sync, async, streaming) as GenAI spans with token ids.
+    """Trace ``openai`` chat completions, text completions and Responses calls as GenAI spans with token ids.
 
     ``tracer_provider`` defaults to agl's active-tracer provider (spans go to the tracer active where
     the call is made; nothing is recorded outside a trace). Calls nest: each needs one
     :func:`uninstrument_openai`; the first call's provider is kept. Raises ``ImportError`` naming the
     missing packages when the ``openai`` extra is not installed.
     """
-    instrumentor_cls, official_utils, handler_cls = _import_requirements()
+    wrapt = _import_requirements()
     with _state.lock:
         if _state.users > 0:
             _state.users += 1
@@ -429,29 +494,10 @@ def instrument_openai(tracer_provider: trace_api.TracerProvider | None = None) -
             from agl_core.tracer._routing import active_tracer_provider
 
             tracer_provider = active_tracer_provider
-        if CAPTURE_CONTENT_ENV not in os.environ:
-            os.environ[CAPTURE_CONTENT_ENV] = "SPAN_ONLY"
-            _state.env_was_set = True
-        instrumentor = instrumentor_cls()
-        if instrumentor.is_instrumented_by_opentelemetry:
-            logger.warning(
-                "openai was already instrumented by OpenTelemetry elsewhere; its chat spans go to that "
-                "instrumentation's provider and agl cannot add token ids to them. Call "
-                "OpenAIInstrumentor().uninstrument() before starting agl to let agl capture LLM calls."
-            )
-        else:
-            # agl's chat wrappers go first so the official wrapper encloses them (they run inside its span).
-            _wrap(_CHAT_MODULE, "Completions.create", _chat_sync)
-            _wrap(_CHAT_MODULE, "AsyncCompletions.create", _chat_async)
-            instrumentor.instrument(tracer_provider=tracer_provider)
-            _state.instrumentor = instrumentor
-        _wrap(_COMPLETIONS_MODULE, "Completions.create", _completion_sync)
-        _wrap(_COMPLETIONS_MODULE, "AsyncCompletions.create", _completion_async)
-        _state.handler = handler_cls(tracer_provider=tracer_provider)
-        original = getattr(official_utils, "_prepare_input_messages", None)
-        if callable(original):
-            _state.original_prepare = original
-            official_utils._prepare_input_messages = _prepare_input_messages_with_parts
+        from agl_core import __version__
+
+        _state.tracer = tracer_provider.get_tracer(_SCOPE, __version__)
+        _wrap_all(wrapt)
         _state.provider = tracer_provider
         _state.users = 1
 
@@ -464,17 +510,6 @@ def uninstrument_openai() -> None:
         _state.users -= 1
         if _state.users > 0:
             return
-        if _state.instrumentor is not None:
-            _state.instrumentor.uninstrument()
-            _state.instrumentor = None
         _unwrap_all()
-        if _state.original_prepare is not None:
-            from opentelemetry.instrumentation.openai_v2 import utils as official_utils
-
-            official_utils._prepare_input_messages = _state.original_prepare
-            _state.original_prepare = None
-        if _state.env_was_set:
-            os.environ.pop(CAPTURE_CONTENT_ENV, None)
-            _state.env_was_set = False
-        _state.handler = None
+        _state.tracer = None
         _state.provider = None

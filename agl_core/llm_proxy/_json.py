@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["BACKEND", "dumps", "dumps_str", "loads"]
+__all__ = ["BACKEND", "MAX_DEPTH", "dumps", "dumps_str", "loads", "too_deep"]
+
+MAX_DEPTH = 254
+"""Deepest nesting of arrays and objects the proxy accepts in a body (what orjson can re-serialize)."""
 
 _orjson: Any
 try:
@@ -21,6 +24,34 @@ except ImportError:  # pragma: no cover - exercised only where orjson is absent
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _encode = _ENCODER.encode
+
+
+def _stdlib_loads(data: bytes | str) -> Any:
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError(f"it is nested more than {MAX_DEPTH} levels deep") from None
+
+
+def too_deep(raw: bytes, value: Any) -> bool:
+    """Whether ``value`` (parsed from ``raw``) nests deeper than :data:`MAX_DEPTH`.
+
+    Costs two byte counts for ordinary bodies; only a body with more than ``MAX_DEPTH`` brackets is
+    walked (iteratively, so any depth is safe to check).
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values() if isinstance(child, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item if isinstance(child, (dict, list)))
+    return False
+
 
 BACKEND = "orjson" if _orjson is not None else "json"
 """Which library serves this module (``"orjson"`` or ``"json"``)."""
@@ -40,7 +71,7 @@ if _orjson is not None:
         try:
             return _orjson_loads(data)
         except _DecodeError:
-            return json.loads(data)
+            return _stdlib_loads(data)
 
     def dumps(value: Any) -> bytes:
         """Serialize ``value`` to compact UTF-8 JSON bytes."""
@@ -60,7 +91,7 @@ else:  # pragma: no cover
 
     def loads(data: bytes | str) -> Any:
         """Parse JSON text; raises ``ValueError`` when it is not valid JSON."""
-        return json.loads(data)
+        return _stdlib_loads(data)
 
     def dumps(value: Any) -> bytes:
         """Serialize ``value`` to compact UTF-8 JSON bytes."""

@@ -13,6 +13,8 @@ implementing :class:`InProcessBackend`. The model name ``"*"`` matches any model
 from __future__ import annotations
 
 import itertools
+import os
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -99,6 +101,71 @@ class HttpBackend:
     streaming: bool = True
     headers: Mapping[str, str] | None = field(default=None, repr=False, hash=False, compare=False)
     name: str | None = None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"url={_redact_url(self.url)!r}" if f.name == "url" else f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.repr
+        )
+        return f"HttpBackend({shown})"
+
+    def __post_init__(self) -> None:
+        """Reject a configuration that could only fail request by request.
+
+        Raises:
+            BackendConfigError: naming the field and how to fix it.
+        """
+        base = _base_url(self.url)
+        headers = self.headers or {}
+        if not isinstance(headers, Mapping):
+            raise BackendConfigError(
+                f"HttpBackend headers must be a mapping of strings, got {type(headers).__name__}."
+            )
+        for key, value in headers.items():
+            if not isinstance(key, str) or not _HEADER_NAME.fullmatch(key):
+                raise BackendConfigError(f"HttpBackend header name {key!r} is not a valid HTTP header name.")
+            if not isinstance(value, str) or not _header_value_ok(value):
+                raise BackendConfigError(
+                    f"HttpBackend header {key!r} must be a single-line latin-1 string (value not shown)."
+                )
+        if self.api_key is not None and (
+            not isinstance(self.api_key, str) or not self.api_key or not _header_value_ok(self.api_key)
+        ):
+            raise BackendConfigError(
+                "HttpBackend api_key must be a non-empty single-line latin-1 string (value not shown)."
+            )
+        has_auth = self.api_key is not None or any(k.lower() == "authorization" for k in headers)
+        if (base.user is not None or base.password is not None) and has_auth:
+            raise BackendConfigError(
+                f"Backend URL {_redact_url(self.url)!r} carries credentials (user:password@) and the backend "
+                "also sets api_key or an Authorization header; keep one: drop the credentials from the URL."
+            )
+        for name in ("model", "name"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise BackendConfigError(
+                    f"HttpBackend {name} must be a non-empty string or None, got {value!r}."
+                )
+        for name in ("return_token_ids", "logprobs", "streaming"):
+            if not isinstance(getattr(self, name), bool):
+                raise BackendConfigError(
+                    f"HttpBackend {name} must be True or False, got {getattr(self, name)!r}."
+                )
+
+
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _header_value_ok(value: str) -> bool:
+    """Whether ``value`` can be sent as an HTTP header value (one line, latin-1)."""
+    if "\r" in value or "\n" in value or "\0" in value:
+        return False
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class Replica:
@@ -407,6 +474,16 @@ def build_backend_table(
     return BackendTable(pools)
 
 
+def _default_api_base(model: object) -> str | None:
+    """Where LiteLLM sends an OpenAI model without ``api_base``: ``$OPENAI_BASE_URL`` / ``$OPENAI_API_BASE``,
+    else OpenAI's API. Other providers have no default here (None)."""
+    if not isinstance(model, str) or ("/" in model and not model.startswith("openai/")):
+        return None
+    return (
+        os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or "https://api.openai.com/v1"
+    )
+
+
 def model_list_to_backends(
     model_list: Sequence[ModelConfig | Mapping[str, Any]],
 ) -> dict[str, list[HttpBackend]]:
@@ -418,7 +495,9 @@ def model_list_to_backends(
     Entries sharing a ``model_name`` become replicas of one pool.
 
     Raises:
-        BackendConfigError: when an entry lacks ``model_name`` or ``litellm_params.api_base``.
+        BackendConfigError: when an entry lacks ``model_name``, or ``litellm_params.api_base`` for a
+            provider other than OpenAI (an OpenAI model without it goes to ``$OPENAI_BASE_URL``,
+            ``$OPENAI_API_BASE`` or OpenAI's API, with ``$OPENAI_API_KEY``, as LiteLLM did).
     """
     out: dict[str, list[HttpBackend]] = {}
     for index, entry in enumerate(model_list):
@@ -429,7 +508,7 @@ def model_list_to_backends(
                 f"model_list[{index}] must look like {{'model_name': str, 'litellm_params': {{...}}}}, "
                 f"got {entry!r}."
             )
-        api_base = params.get("api_base") or params.get("base_url")
+        api_base = params.get("api_base") or params.get("base_url") or _default_api_base(params.get("model"))
         if not isinstance(api_base, str):
             raise BackendConfigError(
                 f"model_list[{index}] ({name!r}) has no litellm_params.api_base; the agl proxy forwards to "
@@ -444,7 +523,8 @@ def model_list_to_backends(
         out.setdefault(name, []).append(
             HttpBackend(
                 url=api_base,
-                api_key=params.get("api_key"),
+                api_key=params.get("api_key")
+                or (os.environ.get("OPENAI_API_KEY") if not params.get("api_base") else None),
                 model=upstream if isinstance(upstream, str) and upstream != name else None,
             )
         )

@@ -13,6 +13,7 @@ from aiohttp import web
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
 from agl_core.llm_proxy.errors import ProxyHTTPError
+from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     DONE_EVENT,
@@ -83,7 +84,14 @@ async def answer_in_process(
             504, f"Backend {replica.label} did not answer within {timeout:g}s.", code="backend_timeout"
         ) from None
     except Exception as exc:
-        logger.exception("In-process backend %s failed", replica.label)
+        log_limited(
+            logger,
+            logging.ERROR,
+            ("in_process", replica.label),
+            "In-process backend %s failed",
+            replica.label,
+            exc_info=True,
+        )
         raise _failure(replica, exc) from None
     finally:
         replica.in_flight -= 1
@@ -130,13 +138,25 @@ async def _stream(
         await write_quietly(response, encode_event(exc.body()))
         failure = (exc.message, exc.kind)
     except Exception as exc:
-        logger.exception("In-process backend %s failed while streaming", replica.label)
+        log_limited(
+            logger,
+            logging.ERROR,
+            ("in_process_stream", replica.label),
+            "In-process backend %s failed while streaming",
+            replica.label,
+            exc_info=True,
+        )
         if not response.prepared:
             raise _failure(replica, exc) from None
         error = _failure(replica, exc)
         await write_quietly(response, encode_event(error.body()))
         failure = (error.message, error.kind)
     finally:
+        if exchange is not None:  # also when the agent left and the handler was cancelled
+            exchange.status = 200
+            exchange.response = (
+                assemble_chat(received) if operation == "chat" else assemble_completion(received)
+            )
         close = getattr(chunks, "aclose", None)
         if close is not None:
             with contextlib.suppress(Exception):
@@ -146,9 +166,6 @@ async def _stream(
     if failure is None:
         await write_quietly(response, DONE_EVENT)
     await end_quietly(response)
-    if exchange is not None:
-        exchange.status = 200
-        exchange.response = assemble_chat(received) if operation == "chat" else assemble_completion(received)
-        if failure is not None:
-            exchange.error, exchange.error_type = failure
+    if exchange is not None and failure is not None:
+        exchange.error, exchange.error_type = failure
     return response

@@ -22,6 +22,8 @@ from agl_core.llm_proxy.backends import (
     model_list_to_backends,
 )
 from agl_core.llm_proxy.forward import ForwardContext
+from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
@@ -73,6 +75,10 @@ class LLMProxy:
         max_pending_spans: Spans queued for the store at most; beyond that they are dropped and counted.
         flush_timeout: Seconds :meth:`stop` waits for queued spans to reach the store.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests.
+        allowed_hosts: Extra ``Host`` names requests may use (IP addresses, ``localhost`` and this
+            machine's names always work); ``["*"]`` turns the DNS-rebinding check off.
+        allowed_origins: Browser origins allowed to call the proxy (none by default: requests with an
+            ``Origin`` header are refused); ``["*"]`` allows any, without credentials.
     """
 
     def __init__(
@@ -98,7 +104,11 @@ class LLMProxy:
         max_pending_spans: int = 100_000,
         flush_timeout: float = 10.0,
         shutdown_timeout: float = 30.0,
+        allowed_hosts: Sequence[str] = (),
+        allowed_origins: Sequence[str] = (),
+        callbacks: Sequence[object] | None = None,
     ) -> None:
+        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's argument
         if backends is not None and model_list is not None:
             raise ValueError("Pass either backends or model_list to LLMProxy, not both.")
         if not 0 <= port <= 65535:
@@ -124,6 +134,7 @@ class LLMProxy:
         self._max_connections = max_connections
         self._flush_timeout = flush_timeout
         self._shutdown_timeout = shutdown_timeout
+        self._guard = RequestGuard(allowed_hosts, allowed_origins)
         self._stats = ProxyStats()
         self._recorder = SpanRecorder(
             self.get_store,
@@ -182,9 +193,16 @@ class LLMProxy:
             max_request_bytes=self._max_request_bytes,
             recorder=self._recorder,
             allocator=SequenceAllocator(self.get_store, self._stats),
+            guard=self._guard,
         )
+        # handler_cancellation: an agent that disconnects cancels its request, which closes the backend
+        # connection, so abandoned generations stop instead of running to the timeout.
         runner = web.AppRunner(
-            server.build_app(), access_log=None, handle_signals=False, shutdown_timeout=self._shutdown_timeout
+            server.build_app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=self._shutdown_timeout,
+            handler_cancellation=True,
         )
         try:
             await runner.setup()

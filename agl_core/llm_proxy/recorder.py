@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange, build_span
 from agl_core.llm_proxy.stats import ProxyStats
 
@@ -69,7 +70,14 @@ class SequenceAllocator:
                 except Exception as exc:
                     self._stats.sequence_id_errors += len(batch)
                     self._stats.note_store_error(exc)
-                    logger.warning("Could not allocate %d span sequence id(s): %s", len(batch), exc)
+                    log_limited(
+                        logger,
+                        logging.WARNING,
+                        "seq_alloc",
+                        "Could not allocate %d span sequence id(s): %s",
+                        len(batch),
+                        exc,
+                    )
                     ids = [None] * len(batch)
                 for (_, _, future), seq in zip(batch, ids, strict=True):
                     if not future.done():
@@ -246,8 +254,12 @@ class SpanRecorder:
         store = self._get_store()
         if store is None:
             self._stats.spans_dropped += len(batch)
-            logger.warning(
-                "LLM proxy has no store; %d span(s) were not recorded (call set_store()).", len(batch)
+            log_limited(
+                logger,
+                logging.WARNING,
+                "no_store",
+                "LLM proxy has no store; %d span(s) were not recorded (call set_store()).",
+                len(batch),
             )
             return
         missing = [exchange for exchange in batch if exchange.sequence_id is None]
@@ -258,7 +270,14 @@ class SpanRecorder:
                     exchange.sequence_id = seq
             except Exception as exc:
                 self._stats.note_store_error(exc)
-                logger.warning("Could not allocate sequence ids for %d span(s): %s", len(missing), exc)
+                log_limited(
+                    logger,
+                    logging.WARNING,
+                    "seq_alloc_write",
+                    "Could not allocate sequence ids for %d span(s): %s",
+                    len(missing),
+                    exc,
+                )
         spans: list[Span] = []
         for exchange in batch:
             if exchange.sequence_id is None:
@@ -268,7 +287,14 @@ class SpanRecorder:
                 spans.append(build_span(exchange, exchange.sequence_id))
             except Exception as exc:
                 self._stats.spans_failed += 1
-                logger.warning("Could not build the span of a %s request: %s", exchange.operation, exc)
+                log_limited(
+                    logger,
+                    logging.WARNING,
+                    "span_build",
+                    "Could not build the span of a %s request: %s",
+                    exchange.operation,
+                    exc,
+                )
         if not spans:
             return
         try:
@@ -277,7 +303,10 @@ class SpanRecorder:
             return
         except Exception as exc:
             self._stats.note_store_error(exc)
-            logger.warning(
+            log_limited(
+                logger,
+                logging.WARNING,
+                "batch_rejected",
                 "Store rejected a batch of %d LLM proxy span(s) (%s); retrying them one by one.",
                 len(spans),
                 exc,
@@ -289,7 +318,10 @@ class SpanRecorder:
             except Exception as exc:
                 self._stats.spans_failed += 1
                 self._stats.note_store_error(exc)
-                logger.warning(
+                log_limited(
+                    logger,
+                    logging.WARNING,
+                    "span_rejected",
                     "Store rejected the LLM proxy span of rollout %r attempt %r: %s",
                     span.rollout_id,
                     span.attempt_id,

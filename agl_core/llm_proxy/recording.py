@@ -6,6 +6,10 @@ The span uses the OpenTelemetry GenAI attributes (``gen_ai.*``; content as JSON 
 * ``prompt_token_ids`` / ``response_token_ids`` (first choice) — lists of ints;
 * ``logprobs.content`` — JSON of the first choice's logprobs: the ``logprobs.content`` list for chat, the
   legacy ``{"tokens", "token_logprobs", "top_logprobs", "text_offset"}`` object for text completions;
+* ``agl.llm.token_ids_missing`` — present only when a successful response lacks prompt or response token
+  ids: a sentence naming which are missing and why (the proxy never retokenises text);
+* ``agl.llm.client_api`` — ``"openai.responses"`` or ``"anthropic.messages"`` when the agent used that
+  API and the proxy translated it (the span then records the chat request sent to the backend);
 * ``agl.llm.source`` ("proxy"), ``agl.llm.backend``, ``agl.llm.latency_ms``, ``agl.llm.stream``,
   ``agl.llm.attempts`` and ``agl.llm.request.parameters`` (the request's other parameters, as JSON).
 """
@@ -42,7 +46,9 @@ from agl_core.semconv import (
 from agl_core.types import Span
 
 __all__ = [
+    "CLIENT_API",
     "SPAN_NAME",
+    "TOKEN_IDS_MISSING",
     "Exchange",
     "build_span",
     "input_messages",
@@ -52,6 +58,18 @@ __all__ = [
 
 SPAN_NAME = "agl.llm_proxy.request"
 """Name of the span recorded for every proxied request."""
+
+CLIENT_API = "agl.llm.client_api"
+"""Span attribute: the API the agent spoke when the proxy translated it to chat completions."""
+
+TOKEN_IDS_MISSING = "agl.llm.token_ids_missing"
+"""Span attribute: why a successful call has no prompt and/or response token ids (absent when it has both)."""
+
+_NO_IDS_HINT = (
+    "the backend did not return them (agl never retokenises): serve the model with vLLM >= 0.10.2 and "
+    "keep HttpBackend(return_token_ids=True), or have an in-process backend return prompt_token_ids and "
+    "choices[].token_ids"
+)
 
 _SERVICE_NAME = "agl.llm_proxy"
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
@@ -95,6 +113,7 @@ class Exchange:
     error: str | None = None
     error_type: str | None = None
     traceparent: str | None = None
+    client_api: str | None = None
 
 
 def _text_parts(content: Any) -> list[dict[str, Any]]:
@@ -231,6 +250,8 @@ def span_attributes(exchange: Exchange, response: Mapping[str, Any] | None) -> d
     }
     if exchange.synthesized:
         attrs["agl.llm.stream_synthesized"] = True
+    if exchange.client_api is not None:
+        attrs[CLIENT_API] = exchange.client_api
     parameters: dict[str, Any] = {}
     for key, value in request.items():  # one pass: sampling attributes and the other parameters
         if key in _CONTENT_KEYS:
@@ -295,6 +316,9 @@ def span_attributes(exchange: Exchange, response: Mapping[str, Any] | None) -> d
             isinstance(c, dict) and isinstance(c.get("token_ids"), list) for c in choices
         ):
             attrs[GEN_AI_USAGE_OUTPUT_TOKENS] = sum(len(c["token_ids"]) for c in choices)
+    if PROMPT_TOKEN_IDS not in attrs or RESPONSE_TOKEN_IDS not in attrs:
+        missing = [name for name in (PROMPT_TOKEN_IDS, RESPONSE_TOKEN_IDS) if name not in attrs]
+        attrs[TOKEN_IDS_MISSING] = f"no {' and no '.join(missing)}: {_NO_IDS_HINT}"
     return attrs
 
 
@@ -371,6 +395,7 @@ def build_span(exchange: Exchange, sequence_id: int) -> Span:
         attrs.pop(PROMPT_TOKEN_IDS, None)
         attrs.pop(RESPONSE_TOKEN_IDS, None)
         problem = "the backend's token ids are not lists of integers; they were not recorded"
+        attrs[TOKEN_IDS_MISSING] = problem
         data["status"] = {"status_code": "ERROR", "description": f"{error}; {problem}" if error else problem}
         return Span.model_validate(data)
 

@@ -2,8 +2,10 @@
 
 Routes (each also without ``/v1``, and each also under ``/rollout/{rollout_id}/attempt/{attempt_id}``,
 the URL :meth:`agl_core.types.ProxyLLM.get_base_url` builds): ``POST /v1/chat/completions``,
-``POST /v1/completions``, ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends).
-Only requests under a rollout path are recorded.
+``POST /v1/completions``, ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic
+Messages), ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends). Responses and
+Messages requests are translated to chat completions (see :mod:`agl_core.llm_proxy.translated`). Only
+requests under a rollout path are recorded.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
+from agl_core.llm_proxy.guard import RequestGuard
 from agl_core.llm_proxy.in_process import answer_in_process
+from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
@@ -41,6 +45,7 @@ from agl_core.llm_proxy.streaming import (
     synthesize_sse,
     write_quietly,
 )
+from agl_core.llm_proxy.translated import CLIENT_APIS, ClientApiSpec, answer_translated
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -70,6 +75,7 @@ class ProxyServer:
         max_request_bytes: int,
         recorder: SpanRecorder,
         allocator: SequenceAllocator,
+        guard: RequestGuard | None = None,
     ) -> None:
         self.table = table
         self.ctx = ctx
@@ -81,6 +87,7 @@ class ProxyServer:
         self.timeout = ctx.timeout
         self.recorder = recorder
         self.allocator = allocator
+        self.guard = guard or RequestGuard()
 
     # ------------------------------------------------------------------ application
 
@@ -92,10 +99,17 @@ class ProxyServer:
                 base = prefix + version
                 app.router.add_post(base + "/chat/completions", self._chat)
                 app.router.add_post(base + "/completions", self._completions)
+                app.router.add_post(base + "/responses", self._responses)
+                app.router.add_post(base + "/messages", self._messages)
                 app.router.add_get(base + "/models", self._models)
         app.router.add_get("/health", self._health)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
+        if self.guard.cors:
+            app.on_response_prepare.append(self._cors_headers)
         return app
+
+    async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        self.guard.add_cors_headers(request, response)
 
     # ------------------------------------------------------------------ small routes
 
@@ -104,6 +118,7 @@ class ProxyServer:
 
     async def _models(self, request: web.Request) -> web.Response:
         try:
+            self.guard.check(request)
             self._check_auth(request)
         except ProxyHTTPError as exc:
             return exc.response()
@@ -114,19 +129,22 @@ class ProxyServer:
         return web.Response(body=_json.dumps({"object": "list", "data": data}), content_type=_JSON)
 
     async def _unknown(self, request: web.Request) -> web.Response:
+        if request.method == "OPTIONS":
+            return self.guard.preflight(request)
         path = request.path.rstrip("/")
-        if path.endswith(("/chat/completions", "/completions", "/models")):
+        if path.endswith(("/chat/completions", "/completions", "/responses", "/messages", "/models")):
             return ProxyHTTPError(
                 405,
-                f"{request.method} is not allowed on {request.path}; use POST for completions and GET "
-                "for models.",
+                f"{request.method} is not allowed on {request.path}; use POST for completions, responses "
+                "and messages, and GET for models.",
                 type="invalid_request_error",
                 code="method_not_allowed",
             ).response()
         return ProxyHTTPError(
             404,
-            f"Unknown path {request.path!r}. The proxy serves /v1/chat/completions, /v1/completions and "
-            "/v1/models, also under /rollout/{rollout_id}/attempt/{attempt_id}.",
+            f"Unknown path {request.path!r}. The proxy serves /v1/chat/completions, /v1/completions, "
+            "/v1/responses, /v1/messages and /v1/models, also under "
+            "/rollout/{rollout_id}/attempt/{attempt_id}.",
             type="invalid_request_error",
             code="unknown_url",
         ).response()
@@ -138,16 +156,22 @@ class ProxyServer:
             return
         header = request.headers.get("Authorization", "")
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip().encode(), self._token):
+            return
+        key = request.headers.get("x-api-key")  # what Anthropic's SDK sends
+        if key is None or not hmac.compare_digest(key.strip().encode(), self._token):
             raise ProxyHTTPError(
                 401,
-                "Missing or wrong bearer token: this proxy requires `Authorization: Bearer <token>` "
-                "(set api_key=<token> on the OpenAI client).",
+                "Missing or wrong bearer token: this proxy requires `Authorization: Bearer <token>` or "
+                "`x-api-key: <token>` (set api_key=<token> on the OpenAI or Anthropic client).",
                 type="invalid_request_error",
                 code="invalid_api_key",
             )
 
-    async def _read_payload(self, request: web.Request, operation: Operation) -> tuple[dict[str, Any], bytes]:
+    async def _read_payload(
+        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+    ) -> tuple[dict[str, Any], bytes]:
+        self.guard.check_json(request)
         length = request.content_length
         if length is not None and length > self.max_request_bytes:
             raise self._request_too_large()
@@ -161,10 +185,17 @@ class ProxyServer:
             )
         try:
             payload = _json.loads(raw)
-        except ValueError as exc:
+        except ValueError as exc:  # UnicodeDecodeError included
             raise ProxyHTTPError(
                 400, f"The request body is not valid JSON: {exc}.", code="invalid_json"
             ) from None
+        if _json.too_deep(raw, payload):
+            raise ProxyHTTPError(
+                400,
+                f"The request body nests arrays and objects more than {_json.MAX_DEPTH} levels deep; "
+                "flatten it.",
+                code="invalid_json",
+            )
         if not isinstance(payload, dict):
             raise ProxyHTTPError(
                 400, f"The request body must be a JSON object, not {type(payload).__name__}."
@@ -172,7 +203,9 @@ class ProxyServer:
         model = payload.get("model")
         if not isinstance(model, str) or not model:
             raise ProxyHTTPError(400, "'model' is required and must be a non-empty string.", param="model")
-        if operation == "chat":
+        if api is not None:
+            pass  # the translation checks the rest
+        elif operation == "chat":
             messages = payload.get("messages")
             if (
                 not isinstance(messages, list)
@@ -226,16 +259,29 @@ class ProxyServer:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         return await self._handle(request, "text_completion")
 
-    async def _handle(self, request: web.Request, operation: Operation) -> web.StreamResponse:
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat", CLIENT_APIS["responses"])
+
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._handle(request, "chat", CLIENT_APIS["messages"])
+
+    async def _handle(
+        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+    ) -> web.StreamResponse:
         self.stats.requests += 1
         start = time.time()
+        original: dict[str, Any] | None = None
         try:
+            self.guard.check(request)
             self._check_auth(request)
-            payload, raw = await self._read_payload(request, operation)
+            payload, raw = await self._read_payload(request, operation, api)
+            if api is not None:
+                original, payload = payload, api.to_chat(payload)
+                raw = _json.dumps(payload)
             pool = self._pool(payload["model"])
         except ProxyHTTPError as exc:
             self.stats.requests_failed += 1
-            return exc.response()
+            return exc.response() if api is None else api.error_response(exc)
         info = request.match_info
         rollout_id = info.get("rollout_id")
         if rollout_id is None or self._get_store() is None:
@@ -244,7 +290,7 @@ class ProxyServer:
                 logger.debug("Not recording a request of rollout %s: the proxy has no store", rollout_id)
             elif logger.isEnabledFor(logging.DEBUG):
                 logger.debug("Not recording %s: not under /rollout/{rid}/attempt/{aid}", request.path)
-            return await self._answer(request, operation, pool, payload, raw, None, None)
+            return await self._answer(request, operation, pool, payload, raw, None, None, api, original)
         attempt_id = info["attempt_id"]
         sequence = self.allocator.allocate(rollout_id, attempt_id)
         exchange = Exchange(
@@ -259,11 +305,14 @@ class ProxyServer:
             backend="",
             stream=payload.get("stream") is True,
             traceparent=request.headers.get("traceparent"),
+            client_api=api.name if api is not None else None,
         )
         self.recorder.reserve()
         submitted = False
         try:
-            response = await self._answer(request, operation, pool, payload, raw, exchange, sequence)
+            response = await self._answer(
+                request, operation, pool, payload, raw, exchange, sequence, api, original
+            )
             exchange.end_time = time.time()
             if not exchange.status:
                 exchange.status = response.status
@@ -274,8 +323,16 @@ class ProxyServer:
                 submitted = True
             return response
         finally:
-            if not submitted:  # cancelled before the exchange could be handed over
-                self.recorder.release()
+            if not submitted:  # the agent went away (the handler was cancelled): record that, no waiting
+                exchange.end_time = time.time()
+                exchange.status = exchange.status or 499
+                exchange.error = "the agent disconnected before the answer was complete"
+                exchange.error_type = "agent_disconnected"
+                exchange.sequence_id = (
+                    sequence.result() if sequence.done() and not sequence.cancelled() else None
+                )
+                self.stats.requests_failed += 1
+                self.recorder.submit(exchange, reserved=True)
 
     async def _answer(
         self,
@@ -286,23 +343,37 @@ class ProxyServer:
         raw: bytes,
         exchange: Exchange | None,
         sequence: asyncio.Future[int | None] | None,
+        api: ClientApiSpec | None = None,
+        original: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
         """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
         try:
-            if pool.in_process:
+            if api is not None and original is not None:
+                response = await answer_translated(
+                    request, api, self.ctx, pool, original, payload, raw, exchange
+                )
+            elif pool.in_process:
                 response = await answer_in_process(request, operation, pool, payload, exchange, self.timeout)
             elif payload.get("stream") is True and pool.streaming:
                 response = await self._http_stream(request, operation, pool, payload, raw, exchange, sequence)
             else:
                 response = await self._http_buffered(operation, pool, payload, raw, exchange)
         except ProxyHTTPError as exc:
-            response = exc.response()
+            response = exc.response() if api is None else api.error_response(exc)
             if exchange is not None:
                 exchange.status, exchange.error, exchange.error_type = exc.status, exc.message, exc.kind
         except Exception as exc:  # a bug in the proxy: answer 500 in OpenAI's shape and keep serving
-            logger.exception("LLM proxy failed on a %s request", operation)
+            log_limited(
+                logger,
+                logging.ERROR,
+                ("proxy_error", type(exc).__name__),
+                "LLM proxy failed on a %s request",
+                operation,
+                exc_info=True,
+            )
             message = f"The LLM proxy failed: {type(exc).__name__}: {exc}"
-            response = ProxyHTTPError(500, message, code="proxy_error").response()
+            failure = ProxyHTTPError(500, message, code="proxy_error")
+            response = failure.response() if api is None else api.error_response(failure)
             if exchange is not None:
                 exchange.status, exchange.error, exchange.error_type = 500, message, "proxy_error"
         if response.status >= 400:
@@ -414,15 +485,17 @@ class ProxyServer:
             response = web.StreamResponse(status=upstream.status, headers=SSE_HEADERS)
             await response.prepare(request)
             copy: list[bytes] | None = [] if exchange is not None else None
-            failure = await self._pump(upstream, response, copy, replica)
+            try:
+                failure = await self._pump(upstream, response, copy, replica)
+            finally:  # also when the agent left and the handler was cancelled: keep what was streamed
+                if exchange is not None:
+                    exchange.sse = True
+                    exchange.response_body = b"".join(copy or ())
             await end_quietly(response)
         finally:
             finish_stream(replica, upstream)
-        if exchange is not None:
-            exchange.sse = True
-            exchange.response_body = b"".join(copy or ())
-            if failure is not None:
-                exchange.error, exchange.error_type = failure
+        if exchange is not None and failure is not None:
+            exchange.error, exchange.error_type = failure
         return response
 
     async def _pump(
@@ -460,7 +533,14 @@ class ProxyServer:
                         return f"the agent disconnected during the stream: {exc}", "agent_disconnected"
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             failure = f"the backend's stream broke off: {type(exc).__name__}: {exc}"
-            logger.warning("Stream from %s broke off: %s", replica.label, failure)
+            log_limited(
+                logger,
+                logging.WARNING,
+                ("stream_broke", replica.label),
+                "Stream from %s broke off: %s",
+                replica.label,
+                failure,
+            )
             await write_quietly(response, encode_event(error_body(failure, code="stream_interrupted")))
             return failure, "stream_interrupted"
         if tail:

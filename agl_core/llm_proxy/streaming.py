@@ -23,6 +23,7 @@ __all__ = [
     "assemble_chat",
     "assemble_completion",
     "assemble_stream",
+    "chat_chunks",
     "complete_events_end",
     "encode_event",
     "end_quietly",
@@ -255,7 +256,8 @@ def assemble_stream(raw: bytes, operation: Operation) -> dict[str, Any]:
     return out
 
 
-def _chat_chunks(response: Mapping[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+def chat_chunks(response: Mapping[str, Any], include_usage: bool) -> list[dict[str, Any]]:
+    """A complete ``chat.completion`` as the chunks a stream of it carries (see :func:`synthesize_sse`)."""
     head = {
         "id": response.get("id"),
         "object": "chat.completion.chunk",
@@ -350,7 +352,7 @@ def synthesize_sse(response: Mapping[str, Any], operation: Operation, include_us
     ``choices``) is added only when the agent asked for it with ``stream_options.include_usage``.
     """
     chunks = (
-        _chat_chunks(response, include_usage)
+        chat_chunks(response, include_usage)
         if operation == "chat"
         else _completion_chunks(response, include_usage)
     )

@@ -17,3 +17,13 @@ __all__ = [
     "Runner",
     "RunnerStoppedError",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Agent Lightning 0.3's deprecated LegacyAgentRunner: raises an error naming the replacement
+    # (docs/migrating-from-agent-lightning.md).
+    if name == "LegacyAgentRunner":
+        from agl_core.runner import legacy
+
+        return getattr(legacy, name)
+    raise AttributeError(f"module 'agl_core.runner' has no attribute {name!r}")

@@ -53,7 +53,8 @@ async def _reward_spans(
 ) -> list[Any]:
     """The trace plus a reward span for ``reward``, unless the trace already ends with that reward.
 
-    Fixes Agent Lightning 0.3 quirk #12 (a float result always added a second reward span): when the
+    Fixes Agent Lightning 0.3 quirk 12 in docs/migrating-from-agent-lightning.md (a float result always added
+    a second reward span): when the
     agent called ``emit_reward(r)`` and returned ``r``, nothing is added. A different returned value is
     the final reward and is recorded after the agent's own rewards.
     """

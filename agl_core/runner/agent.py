@@ -73,10 +73,11 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
     the runner's loop.
 
     Fixes of Agent Lightning 0.3: resources that cannot be found fail the attempt with a clear message
-    instead of leaving it in ``preparing`` (quirk #11): an unknown ``resources_id`` raises
+    instead of leaving it in ``preparing`` (quirk 11 in docs/migrating-from-agent-lightning.md): an unknown
+    ``resources_id`` raises
     ``ResourcesNotFoundError``, and an agent that asks for an LLM or prompt template when none is
     published raises ``MissingResourceError``; a float result adds no second reward span when the agent
-    already emitted that reward (quirk #12); the runner dequeues again as soon as a rollout finishes and
+    already emitted that reward (quirk 12); the runner dequeues again as soon as a rollout finishes and
     waits only when the queue was empty, starting with a few milliseconds and backing off to
     ``poll_interval``; ``RolloutConfig.timeout_seconds`` is enforced by cancelling the agent.
 

@@ -64,7 +64,8 @@ class Runner(ParallelWorkerBase, abc.ABC, Generic[T_task]):
         """Initialize the runner for ``worker_id`` (default 0) around a block, then tear down.
 
         Only the stages that succeeded are torn down; teardown errors are logged, not raised. Unlike Agent
-        Lightning 0.3 (quirk #16), ``init_worker`` receives ``worker_id`` too, not always 0.
+        Lightning 0.3 (quirk 16 in docs/migrating-from-agent-lightning.md), ``init_worker`` receives
+        ``worker_id`` too, not always 0.
         """
         worker = 0 if worker_id is None else worker_id
         self.init(agent, hooks=hooks)

@@ -23,23 +23,42 @@ from agl_core.store.errors import (
 )
 from agl_core.store.uri import open_store, parse_store_uri
 
-# --- Implementations: wire here once they exist (phase 2). -------------------------------------
-# from agl_core.store.memory import InMemoryLightningStore
-# from agl_core.store.sqlite import SqliteLightningStore
-# `open_store` (agl_core/store/uri.py) is minimal; the lead connects it to the plugin registry
-# (`agl_register_stores`), which should register the "memory" and "sqlite" schemes.
-# -----------------------------------------------------------------------------------------------
+# Implementations, imported on first access (Agent Lightning 0.3 exported them here; the last three are
+# compatibility names, see docs/migrating-from-agent-lightning.md).
+_LAZY = {
+    "InMemoryLightningStore": "agl_core.store.memory",
+    "SqliteLightningStore": "agl_core.store.sqlite",
+    "LightningStoreClient": "agl_core.store.http",
+    "LightningStoreServer": "agl_core.store.http",
+    "LightningStoreThreaded": "agl_core.store.threading",
+    "CollectionBasedLightningStore": "agl_core.store.collection_based",
+    "MongoLightningStore": "agl_core.store.mongo",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agl_core.store' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "UNSET",
     "AttemptNotFoundError",
+    "InMemoryLightningStore",
     "InvalidFilterError",
     "InvalidRequestError",
     "InvalidSpanError",
     "InvalidStatusError",
     "LightningStore",
     "LightningStoreCapabilities",
+    "LightningStoreClient",
+    "LightningStoreServer",
     "LightningStoreStatistics",
+    "LightningStoreThreaded",
     "NotFoundError",
     "ResourcesNotFoundError",
     "RolloutNotFoundError",

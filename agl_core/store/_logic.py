@@ -286,7 +286,8 @@ def rollout_end_time_for(status: str, now: float) -> float | None:
 
 
 def attempt_end_time_for(status: str, now: float) -> float | None:
-    """``Attempt.end_time`` after writing `status`: `now` for every terminal status (quirk 7 fixed).
+    """``Attempt.end_time`` after writing `status`: `now` for every terminal status (quirk 7 in
+    docs/migrating-from-agent-lightning.md fixed).
 
     Terminal: failed, succeeded, timeout, unresponsive. ``preparing``/``running`` give None.
     """
@@ -375,7 +376,8 @@ WATCHDOG_GUARDED_METHODS: frozenset[str] = frozenset(
         "query_workers",
     )
 )
-"""Store methods that run a (debounced) watchdog scan first (inventory §2.3). Span writes, resources
+"""Store methods that run a (debounced) watchdog scan first (as in Agent Lightning 0.3). Span writes,
+resources
 reads, `add_resources`, sequence ids, `update_worker`, `get_worker_by_id` and `statistics` do not."""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from agl_core.store.errors import InvalidRequestError
+from agl_core.types.status import is_finished, is_queuing, is_running  # noqa: F401 (0.3 defined them here)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -138,7 +139,7 @@ class LightningStore(abc.ABC):
     rollout is no longer queuing/requeuing. ``Rollout.end_time`` is set to now whenever a finished
     status is written and cleared when a non-finished one is written.
 
-    **Deliberate fixes of Agent Lightning 0.3 quirks** (inventory §14.1):
+    **Deliberate fixes of Agent Lightning 0.3 quirks** (docs/migrating-from-agent-lightning.md §7):
 
     1. A span moves the latest attempt from ``preparing``/``unresponsive`` to ``running`` and its
        rollout from ``queuing``/``requeuing``/``preparing`` to ``running`` (0.3 misspelled "queueing",
@@ -257,9 +258,27 @@ class LightningStore(abc.ABC):
             "serve it with `agl store serve` and use the HTTP store instead."
         )
 
-    @abc.abstractmethod
     async def statistics(self) -> LightningStoreStatistics:
-        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime."""
+        """Counts of rollouts, attempts, spans, resources and workers, the class name and the uptime.
+
+        Not abstract (a store written for Agent Lightning 0.3, which had no `statistics`, still
+        instantiates): the default counts through the query methods, one `query_attempts` and one
+        `query_spans` per rollout. Backends override it with their own counters.
+        """
+        rollouts = await self.query_rollouts()
+        attempts = spans = 0
+        for rollout in rollouts:
+            attempts += len(await self.query_attempts(rollout.rollout_id))
+            spans += len(await self.query_spans(rollout.rollout_id))
+        return LightningStoreStatistics(
+            name=type(self).__name__,
+            total_rollouts=len(rollouts),
+            total_attempts=attempts,
+            total_spans=spans,
+            total_resources=len(await self.query_resources()),
+            total_workers=len(await self.query_workers()),
+            uptime=self._uptime() if hasattr(self, "_launch_time") else 0.0,
+        )
 
     # ------------------------------------------------------------------ rollouts and attempts
 
@@ -488,7 +507,7 @@ class LightningStore(abc.ABC):
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """Issue the next sequence id of the rollout: 1, 2, 3, ... with no gaps and no repeats.
 
-        The counter is per rollout (the attempt id is ignored, inventory quirk 5) and ids are not
+        The counter is per rollout (the attempt id is ignored, quirk 5) and ids are not
         validated, so a tracer may allocate ids before its first span lands.
         """
 
@@ -540,7 +559,7 @@ class LightningStore(abc.ABC):
     @abc.abstractmethod
     async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
         """Upsert: version 1 for an unknown id, else version+1 with a new ``update_time`` and the same
-        ``create_time``. The result becomes the latest (inventory quirk 2, kept on purpose)."""
+        ``create_time``. The result becomes the latest (quirk 2, kept on purpose)."""
 
     @abc.abstractmethod
     async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:

@@ -165,7 +165,24 @@ class InMemoryLightningStore(LightningStore):
         clock: Callable[[], float] = time.time,
         scan_debounce_seconds: float = 10.0,
         thread_safe: bool = True,
+        eviction_memory_threshold: float | None = None,
+        safe_memory_threshold: float | None = None,
+        span_size_estimator: Callable[[Any], int] | None = None,
+        tracker: object = None,
     ) -> None:
+        # Agent Lightning 0.3's span eviction and metrics options: agl's memory store keeps every span.
+        if any(
+            o is not None for o in (eviction_memory_threshold, safe_memory_threshold, span_size_estimator)
+        ):
+            raise ValueError(
+                "InMemoryLightningStore does not evict spans in agl (0.3's eviction_memory_threshold, "
+                "safe_memory_threshold, span_size_estimator): use SqliteLightningStore ('sqlite:///run.db') "
+                "for runs too large for memory."
+            )
+        if tracker is not None:
+            raise ValueError(
+                "InMemoryLightningStore(tracker=...) is not supported: read statistics() instead."
+            )
         super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
         self._thread_safe = bool(thread_safe)
         self._lock: threading.Lock | _NullLock = threading.Lock() if thread_safe else _NullLock()

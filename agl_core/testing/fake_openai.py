@@ -1,7 +1,12 @@
 """A local, deterministic OpenAI-compatible server for tests: :class:`FakeOpenAIServer`.
 
-It serves ``POST /v1/chat/completions``, ``POST /v1/completions`` (streaming over SSE or not) and
+It serves ``POST /v1/chat/completions``, ``POST /v1/completions``, ``POST /v1/responses`` (OpenAI
+Responses) and ``POST /v1/messages`` (Anthropic Messages), each streaming over SSE or not, and
 ``GET /v1/models`` on ``127.0.0.1`` at a port picked when it starts, and records every request.
+Responses and Messages requests are answered from their *chat view* (the same messages a chat request
+would carry; scripts and rules see that view), in the shapes the official ``openai`` and ``anthropic``
+SDKs parse; with token ids on, their bodies carry top-level ``prompt_token_ids`` and ``token_ids`` (in
+streams: on ``response.completed``, and on ``message_start`` / ``message_delta``).
 
 Replies are scripted: a rule table (:class:`Rule`), a list of replies consumed in order, or a callable
 ``(request_json) -> Reply``; with none of them the server echoes the last user message (or the prompt).
@@ -39,6 +44,8 @@ from types import TracebackType
 from typing import Any, Literal
 
 from aiohttp import web
+
+from agl_core.testing import _fake_formats as formats
 
 __all__ = [
     "FakeOpenAIServer",
@@ -303,6 +310,15 @@ class FakeOpenAIServer:
         return self._port
 
     @property
+    def open_connections(self) -> int:
+        """HTTP connections currently open to this server (0 when it is not running)."""
+        runner = self._runner
+        server = runner.server if runner is not None else None
+        if server is None:
+            return 0
+        return sum(1 for handler in server.connections if handler.transport is not None)
+
+    @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>/v1``, ready for ``openai.OpenAI(base_url=...)``."""
         return f"http://127.0.0.1:{self.port}/v1"
@@ -314,8 +330,11 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_post("/v1/completions", self._handle_completions)
+        app.router.add_post("/v1/responses", self._handle_responses)
+        app.router.add_post("/v1/messages", self._handle_messages)
         app.router.add_get("/v1/models", self._handle_models)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None)
+        # like vLLM, stop working on a request whose client went away
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, handler_cancellation=True)
         await runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
@@ -434,7 +453,9 @@ class FakeOpenAIServer:
 
     # ------------------------------------------------------------------ HTTP plumbing
 
-    async def _read(self, request: web.Request) -> tuple[dict[str, Any] | None, web.StreamResponse | None]:
+    async def _read(
+        self, request: web.Request, anthropic: bool = False
+    ) -> tuple[dict[str, Any] | None, web.StreamResponse | None]:
         """Record the request and apply faults/latency: returns the body, or the response to send."""
         try:
             body: Any = await request.json()
@@ -444,18 +465,21 @@ class FakeOpenAIServer:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         if self._faults:
-            return None, await self._fault(request, self._faults.popleft())
+            return None, await self._fault(request, self._faults.popleft(), anthropic)
         if not isinstance(body, dict):
-            return None, _error(400, "The request body must be a JSON object.")
+            message = "The request body must be a JSON object."
+            return None, _anthropic(400, message) if anthropic else _error(400, message)
         return body, None
 
-    async def _fault(self, request: web.Request, fault: Fault) -> web.StreamResponse:
+    async def _fault(self, request: web.Request, fault: Fault, anthropic: bool = False) -> web.StreamResponse:
         """Carry out a fault: delay, then drop the connection or return the error status."""
         if fault.delay_s > 0:
             await asyncio.sleep(fault.delay_s)
         if fault.drop_connection and request.transport is not None:
             request.transport.abort()
             raise asyncio.CancelledError
+        if anthropic:
+            return _anthropic(fault.status, fault.message)
         kind = "server_error" if fault.status >= 500 else "invalid_request_error"
         return _error(fault.status, fault.message, kind)
 
@@ -725,3 +749,98 @@ class FakeOpenAIServer:
             ],
             "text_offset": offsets,
         }
+
+    # ------------------------------------------------------------------ Responses and Anthropic Messages
+
+    def _single_choice(self, view: dict[str, Any]) -> _Choice | Fault:
+        """Resolve the one choice of a Responses or Messages request from its chat view."""
+        max_tokens = view.get("max_tokens")
+        if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
+            raise _BadRequest(f"max tokens must be a positive integer, got {max_tokens!r}.")
+        item = self._resolve(view, last_user_text(view))
+        return item if isinstance(item, Fault) else self._choice(0, item, max_tokens)
+
+    async def _handle_responses(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/responses``: OpenAI's Responses API (function tools, text and images; no state)."""
+        body, early = await self._read(request)
+        if early is not None or body is None:
+            return early or _error(400, "The request body must be a JSON object.")
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            return _error(400, "'model' is required and must be a string.")
+        if body.get("previous_response_id") is not None:
+            return _error(400, "FakeOpenAIServer keeps no state: 'previous_response_id' is not supported.")
+        try:
+            view = formats.responses_chat_view(body)
+            choice = self._single_choice(view)
+        except (formats.FormatError, _BadRequest) as exc:
+            return _error(400, str(exc))
+        if isinstance(choice, Fault):
+            return await self._fault(request, choice)
+        prompt_ids = self.tokenizer.encode(render_chat_prompt(view["messages"], view.get("tools")))
+        with_ids = self._wants_token_ids(body)
+        include = body.get("include") or ()
+        content_pieces = self.tokenizer.pieces(choice.content or "")
+        text_logprobs = None
+        if "message.output_text.logprobs" in include:
+            top = body.get("top_logprobs") or 0
+            text_logprobs = [
+                self._logprob_entry(p, t, max(top, 1)) for p, t in choice.pairs[: len(content_pieces)]
+            ]
+        ident, created = f"fake{self._id_prefix}{next(self._ids)}", int(time.time())
+        args = (ident, created, choice.content, choice.tool_calls, choice.finish_reason, prompt_ids)
+        final = formats.response_object(body, *args, choice.token_ids, text_logprobs, with_ids)
+        if not body.get("stream"):
+            return web.json_response(final)
+        start = formats.response_object(body, *args, [], None, False, status="in_progress")
+        return await self._send_events(
+            request, formats.response_events(start, final, content_pieces, text_logprobs)
+        )
+
+    async def _handle_messages(self, request: web.Request) -> web.StreamResponse:
+        """``POST /v1/messages``: Anthropic's Messages API (tools, tool results, images, system)."""
+        body, early = await self._read(request, anthropic=True)
+        if early is not None or body is None:
+            return early or _anthropic(400, "The request body must be a JSON object.")
+        if not isinstance(body.get("model"), str) or not body["model"]:
+            return _anthropic(400, "model: Field required")
+        try:
+            view = formats.messages_chat_view(body)
+            choice = self._single_choice(view)
+        except (formats.FormatError, _BadRequest) as exc:
+            return _anthropic(400, str(exc))
+        if isinstance(choice, Fault):
+            return await self._fault(request, choice, anthropic=True)
+        prompt_ids = self.tokenizer.encode(render_chat_prompt(view["messages"], view.get("tools")))
+        with_ids = self._wants_token_ids(body)
+        calls = [{**call, "id": call["id"].replace("call_", "toolu_", 1)} for call in choice.tool_calls]
+        ident = f"fake{self._id_prefix}{next(self._ids)}"
+        message = formats.message_object(
+            body["model"],
+            ident,
+            choice.content,
+            calls,
+            choice.finish_reason,
+            prompt_ids,
+            choice.token_ids,
+            with_ids,
+        )
+        if not body.get("stream"):
+            return web.json_response(message)
+        pieces = self.tokenizer.pieces(choice.content or "")
+        return await self._send_events(request, formats.message_events(message, pieces))
+
+    async def _send_events(self, request: web.Request, events: Sequence[bytes]) -> web.StreamResponse:
+        """Send pre-encoded named SSE events (no ``[DONE]``: these APIs end with their own event)."""
+        response = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await response.prepare(request)
+        for event in events:
+            await response.write(event)
+        await response.write_eof()
+        return response
+
+
+def _anthropic(status: int, message: str) -> web.Response:
+    """An Anthropic-style JSON error response."""
+    return web.json_response(formats.anthropic_error(status, message), status=status)

@@ -38,6 +38,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "AgentOpsTracer":  # Agent Lightning 0.3's name; the agl-agentops plugin provides it
+        from agl_core.tracer.agentops import AgentOpsTracer
+
+        return AgentOpsTracer
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agl_core.tracer' has no attribute {name!r}")

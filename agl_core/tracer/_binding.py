@@ -93,6 +93,7 @@ class TraceBinding:
         self._timed_out = False
         self._errors: list[str] = []
         self._pending: deque[ReadableSpan] = deque()
+        self._in_flight: list[ReadableSpan] = []
         self._spans: list[Span] = []
         self._lock = threading.Lock()
         self._local_sequence = 0
@@ -176,6 +177,28 @@ class TraceBinding:
         with self._lock:
             return list(self._spans)
 
+    def snapshot(self) -> list[Span]:
+        """The spans ended so far, while the context is still open (for hooks such as ``on_trace_end``).
+
+        Spans the store has acknowledged come first with their sequence ids; spans still on their way get
+        provisional local sequence ids (the store assigns the final ones). Nothing is taken off the queue.
+        """
+        if self.store is None:
+            return self.spans()
+        with self._lock:
+            done = list(self._spans)
+            waiting = list(self._in_flight) + list(self._pending.copy())  # copy(): atomic under the GIL
+            sequence = self._local_sequence
+        rollout_id = self.rollout_id or LOCAL_ROLLOUT_ID
+        attempt_id = self.attempt_id or LOCAL_ATTEMPT_ID
+        for readable in waiting:
+            sequence += 1
+            try:
+                done.append(Span.from_opentelemetry(readable, rollout_id, attempt_id, sequence))
+            except Exception:
+                logger.debug("agl tracer: span %r could not be converted for a snapshot", readable.name)
+        return done
+
     # ------------------------------------------------------------------ internals
 
     def _wake(self) -> None:
@@ -214,6 +237,7 @@ class TraceBinding:
         pending = self._pending
         while pending and len(batch) < limit:
             batch.append(pending.popleft())
+        self._in_flight = batch
         return batch
 
     async def _run(self) -> None:
@@ -247,6 +271,7 @@ class TraceBinding:
                     f"get_many_span_sequence_ids returned {len(sequence_ids)} ids for {len(batch)} spans"
                 )
         except Exception as exc:
+            self._in_flight = []
             self._keep_local(batch, f"allocating sequence ids failed: {exc!r}")
             logger.error(
                 "agl tracer: could not allocate sequence ids for %d span(s) of rollout %s: %r",
@@ -266,6 +291,7 @@ class TraceBinding:
         with self._lock:
             self._spans.extend(converted)
             self._local_sequence = max(self._local_sequence, sequence_ids[-1])
+            self._in_flight = []
         try:
             await store.add_many_spans(converted)
         except Exception as exc:
@@ -299,6 +325,7 @@ class TraceBinding:
 
     def _keep_local(self, batch: list[ReadableSpan], error: str | None) -> None:
         """Convert spans with local sequence ids (no store round-trip) and record why, if it is a failure."""
+        self._in_flight = []
         if not batch:
             return
         rollout_id = self.rollout_id or LOCAL_ROLLOUT_ID

@@ -18,6 +18,9 @@ __all__ = ["LightningSpanProcessor"]
 
 logger = logging.getLogger(__name__)
 
+_OWNERS: dict[int, TraceBinding] = {}
+"""Span id -> the trace binding it belongs to, for every span started in a trace context and not ended."""
+
 
 class LightningSpanProcessor(SpanProcessor):
     """Attributes spans to trace contexts: decided when a span starts, applied when it ends.
@@ -26,10 +29,13 @@ class LightningSpanProcessor(SpanProcessor):
     when there is none but the parent span belongs to a binding (OpenTelemetry context propagated to a
     thread by hand), the span joins its parent's. ``on_end`` hands the span to that binding, whatever
     thread or task ends it. Spans started outside every trace context are not recorded.
+
+    All instances share one span-to-binding table, so a span made on one provider (the application's
+    global one) joins a parent made on another (agl's own), whatever thread it starts in.
     """
 
     def __init__(self) -> None:
-        self._owners: dict[int, TraceBinding] = {}
+        self._owners = _OWNERS
 
     def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:
         """Remember which trace binding the span belongs to."""
@@ -54,10 +60,9 @@ class LightningSpanProcessor(SpanProcessor):
             binding.on_span_end(span)
 
     def shutdown(self) -> None:
-        """Forget spans that never ended."""
+        """Nothing to release: open spans of other providers still end through the shared table."""
         if self._owners:
-            logger.debug("agl tracer: %d span(s) never ended before shutdown", len(self._owners))
-        self._owners.clear()
+            logger.debug("agl tracer: %d span(s) not ended at a provider shutdown", len(self._owners))
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Nothing is buffered here (bindings flush on ``trace_context`` exit)."""

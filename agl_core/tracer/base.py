@@ -1,7 +1,8 @@
 """The `Tracer` contract and the context-local active tracer.
 
 Agent Lightning 0.3 kept the active tracer in a process global, so one process could run one trace
-context at a time (inventory quirk #10). agl keeps it in a ``contextvars`` variable instead: every asyncio
+context at a time (quirk 10 in docs/migrating-from-agent-lightning.md). agl keeps it in a ``contextvars``
+variable instead: every asyncio
 task and every thread has its own, so several runners in one process trace side by side. A task created
 inside ``trace_context`` inherits the tracer (asyncio copies the context); a raw ``threading.Thread`` does
 not -- run such work through ``asyncio.to_thread`` or ``contextvars.copy_context().run`` to keep it traced.

@@ -2,20 +2,26 @@
 
 Design (agl fixes of Agent Lightning 0.3 noted):
 
-* **Its own provider.** ``init_worker`` builds an SDK ``TracerProvider`` owned by this tracer (sampler
-  ALWAYS_ON so training data is never sampled away; a high attribute-count limit). It is *not* installed
-  as the global provider, so it never fights an application's own OpenTelemetry setup (0.3 replaced the
-  global provider). ``tracer_provider`` exposes it; LLM instrumentation reaches it through
-  :mod:`agl_core.tracer._routing`.
-* **Context-local attribution** (quirk #10). ``trace_context`` binds ``(rollout_id, attempt_id)`` in a
-  ``contextvars`` variable; the span processor records the binding when a span starts and routes the
-  finished span to it, so concurrent runners (threads or asyncio tasks) never mix spans.
+* **Every span inside a rollout.** ``init_worker`` builds an SDK ``TracerProvider`` owned by this tracer
+  (sampler ALWAYS_ON so training data is never sampled away; a high attribute-count limit) for agl's own
+  spans (emitters, agl's LLM-client instrumentation, reached through :mod:`agl_core.tracer._routing`),
+  and bridges the **global** provider (:mod:`agl_core.tracer.bridge`): it installs one when the
+  application has none, or adds agl's span processor to the application's own -- never replacing it
+  (0.3 replaced the global provider). So spans of any other OpenTelemetry instrumentation, started
+  inside a rollout, land in that rollout. Opt out with ``global_provider=False`` or
+  ``AGL_OTEL_GLOBAL_PROVIDER=0``.
+* **Context-local attribution** (quirk 10 in docs/migrating-from-agent-lightning.md). ``trace_context``
+  binds ``(rollout_id, attempt_id)`` in a ``contextvars`` variable; the span processor records the
+  binding when a span starts and routes the finished span to it, so concurrent runners (threads or
+  asyncio tasks) never mix spans.
 * **Streaming with a bounded flush.** A background sender on the context's event loop writes finished
   spans in batches (``get_many_span_sequence_ids`` + ``add_many_spans``) without blocking the agent; on
   exit the context waits (at most ``flush_timeout`` seconds) until every span is in the store. Failures
   are logged, counted in ``get_last_export_report()`` and the spans stay in ``get_last_trace()``.
 * **One store path.** Spans always go through the store API, also for stores that accept OTLP
   (``capabilities["otlp_traces"]``); the HTTP store batches ``add_many_spans`` into one request.
+* **get_last_trace() inside the context** (e.g. in ``on_trace_end``) returns the current rollout's spans
+  ended so far (0.3's behaviour; agl before 0.4.1 returned the previous rollout's).
 """
 
 from __future__ import annotations
@@ -23,7 +29,6 @@ from __future__ import annotations
 import contextvars
 import importlib.util
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -31,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace as trace_api
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Status, StatusCode
 
@@ -39,6 +44,7 @@ from agl_core.semconv import LightningResourceAttributes
 from agl_core.tracer._binding import TraceBinding, TraceExportReport
 from agl_core.tracer._processor import LightningSpanProcessor
 from agl_core.tracer.base import Tracer
+from agl_core.tracer.bridge import BridgeMode, bridge_global_provider, span_limits
 from agl_core.types import Attributes, SpanCoreFields, TraceStatus, convert_timestamp
 from agl_core.utils.otel import format_exception_attributes
 
@@ -52,8 +58,6 @@ if TYPE_CHECKING:
 __all__ = ["OtelSpanRecordingContext", "OtelTracer"]
 
 logger = logging.getLogger(__name__)
-
-_DEFAULT_MAX_SPAN_ATTRIBUTES = 10_000
 
 
 def _to_ns(timestamp: float | None) -> int | None:
@@ -117,6 +121,9 @@ class OtelTracer(Tracer):
         instrument_llm_clients: Capture ``openai`` client calls as GenAI spans when ``openai`` and
             ``opentelemetry-instrumentation-openai-v2`` are installed (extra ``agl-core[openai]``).
         resource_attributes: Extra OpenTelemetry resource attributes of this tracer's spans.
+        global_provider: Bridge the global tracer provider so spans of other OpenTelemetry
+            instrumentations inside a rollout are captured (see :mod:`agl_core.tracer.bridge`). None (the
+            default) follows ``$AGL_OTEL_GLOBAL_PROVIDER`` (on unless ``0``).
     """
 
     def __init__(
@@ -126,6 +133,7 @@ class OtelTracer(Tracer):
         batch_size: int = 512,
         instrument_llm_clients: bool = True,
         resource_attributes: dict[str, Any] | None = None,
+        global_provider: bool | None = None,
     ) -> None:
         if flush_timeout <= 0:
             raise ValueError(f"flush_timeout must be > 0 seconds, got {flush_timeout!r}.")
@@ -135,6 +143,9 @@ class OtelTracer(Tracer):
         self.batch_size = int(batch_size)
         self.instrument_llm_clients = instrument_llm_clients
         self._resource_attributes = dict(resource_attributes or {})
+        self.global_provider = global_provider
+        self.bridge_mode: BridgeMode | None = None
+        """What the global-provider bridge did at ``init_worker`` (None before)."""
         self._provider: TracerProvider | None = None
         self._otel_tracer: trace_api.Tracer | None = None
         self._instrumented = False
@@ -142,8 +153,18 @@ class OtelTracer(Tracer):
         self._context_last: contextvars.ContextVar[TraceBinding | None] = contextvars.ContextVar(
             f"agl_otel_last_trace_{id(self)}", default=None
         )
+        self._context_open: contextvars.ContextVar[TraceBinding | None] = contextvars.ContextVar(
+            f"agl_otel_open_trace_{id(self)}", default=None
+        )
 
-    _RUNTIME_FIELDS = ("_provider", "_otel_tracer", "_instrumented", "_last_binding", "_context_last")
+    _RUNTIME_FIELDS = (
+        "_provider",
+        "_otel_tracer",
+        "_instrumented",
+        "_last_binding",
+        "_context_last",
+        "_context_open",
+    )
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle/copy only the configuration: a copy is a fresh, uninitialised tracer."""
@@ -158,6 +179,7 @@ class OtelTracer(Tracer):
         self._instrumented = False
         self._last_binding = None
         self._context_last = contextvars.ContextVar(f"agl_otel_last_trace_{id(self)}", default=None)
+        self._context_open = contextvars.ContextVar(f"agl_otel_open_trace_{id(self)}", default=None)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -169,16 +191,14 @@ class OtelTracer(Tracer):
     def init_worker(
         self, worker_id: int, store: LightningStore | None = None, *args: Any, **kwargs: Any
     ) -> None:
-        """Build the provider and processor, instrument LLM clients; a second call only updates the store."""
+        """Build the provider and processor, bridge the global provider, instrument LLM clients.
+
+        A second call only updates the store.
+        """
         super().init_worker(worker_id, store)
         if self._provider is not None:
             logger.debug("OtelTracer.init_worker called again; keeping the existing provider.")
             return
-        limits = SpanLimits(
-            max_span_attributes=None
-            if "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in os.environ
-            else _DEFAULT_MAX_SPAN_ATTRIBUTES
-        )
         resource = Resource.create(
             {
                 "service.name": "agl",
@@ -186,10 +206,11 @@ class OtelTracer(Tracer):
                 **self._resource_attributes,
             }
         )
-        provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, span_limits=limits)
+        provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, span_limits=span_limits())
         provider.add_span_processor(LightningSpanProcessor())
         self._provider = provider
         self._otel_tracer = provider.get_tracer("agentlightning")
+        self.bridge_mode = bridge_global_provider(self.global_provider)
         if self.instrument_llm_clients:
             self._instrumented = _instrument_llm_clients()
 
@@ -226,18 +247,28 @@ class OtelTracer(Tracer):
             name=name, rollout_id=rollout_id, attempt_id=attempt_id, store=store, batch_size=self.batch_size
         )
         token = binding.open()
+        open_token = self._context_open.set(binding)
         try:
             yield self._otel_tracer
         finally:
+            self._context_open.reset(open_token)
             await binding.close(token, self.flush_timeout)
             self._last_binding = binding
             self._context_last.set(binding)
 
     def _last(self) -> TraceBinding | None:
-        return self._context_last.get() or self._last_binding
+        return self._context_open.get() or self._context_last.get() or self._last_binding
 
     def get_last_trace(self) -> list[Span]:
-        """Spans of the last ``trace_context`` exited in this task (else in this tracer), in end order."""
+        """Spans of the current rollout, in end order.
+
+        Inside ``trace_context`` (e.g. in an ``on_trace_end`` hook): the spans of *this* context that ended
+        so far (those still on their way to the store carry provisional sequence ids). After it: the spans
+        of the last context exited in this task (else in this tracer).
+        """
+        open_binding = self._context_open.get()
+        if open_binding is not None:
+            return open_binding.snapshot()
         binding = self._last()
         return binding.spans() if binding is not None else []
 

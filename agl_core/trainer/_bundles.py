@@ -25,8 +25,6 @@ _NO_ALGORITHM_POLL_SECONDS = 0.1
 _LLM_CLIENT_MODULES = (
     "openai",
     "agl_core.instrumentation.openai",
-    "opentelemetry.instrumentation.openai_v2",
-    "opentelemetry.util.genai.handler",
 )
 
 
@@ -87,9 +85,14 @@ class TrainerRunnerBundle:
     """Run one worker: its own runner (see `WorkerRunners`) on the agent until the event is set."""
 
     def __init__(self, trainer: Trainer, agent: Any, runners: WorkerRunners[Any]) -> None:
-        self.trainer = trainer
+        self.trainer: Trainer | None = trainer
+        self.hooks = trainer.hooks
         self.agent = agent
         self.runners = runners
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable form for strategies that ship the bundle to other processes (Ray actors): no trainer."""
+        return {**self.__dict__, "trainer": None}
 
     def prepare_fork(self) -> None:
         """Import, once in the parent, the modules every runner process would otherwise import on its own.
@@ -113,7 +116,7 @@ class TrainerRunnerBundle:
     async def __call__(self, store: LightningStore, worker_id: int, event: ExecutionEvent) -> None:
         """Init the runner for ``worker_id``, iterate until ``event``, tear down (errors logged)."""
         runner = self.runners.acquire()
-        runner.init(agent=self.agent, hooks=self.trainer.hooks)
+        runner.init(agent=self.agent, hooks=self.hooks)
         try:
             runner.init_worker(worker_id, store)
             try:

@@ -1,4 +1,5 @@
-"""One runner (and one tracer) per worker: fixes Agent Lightning 0.3 quirk #10.
+"""One runner (and one tracer) per worker: fixes Agent Lightning 0.3 quirk 10 in
+docs/migrating-from-agent-lightning.md.
 
 In 0.3 the trainer gave the *same* runner object, and so the same tracer, to every worker; several threads
 of the shared-memory strategy then fought over one runner's state. Here each worker of a process gets its
@@ -77,6 +78,15 @@ class WorkerRunners(Generic[T]):
             type(self._template).__name__,
         )
         return clone_component(self._template)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable form (the lock is recreated on the other side)."""
+        return {key: value for key, value in self.__dict__.items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled instance with a fresh lock."""
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     @property
     def template(self) -> Any:

@@ -16,7 +16,16 @@ from typing import Any, TypeVar
 from agl_core.errors import UnknownComponentError
 from agl_core.registry import Registry, import_target
 
-__all__ = ["build_component", "instantiate_component", "instantiate_from_spec", "load_class"]
+__all__ = [
+    "OptionalDefaults",
+    "build_component",
+    "instantiate_component",
+    "instantiate_from_spec",
+    "load_class",
+]
+
+OptionalDefaults = dict[str, Callable[[], Any] | Any]
+"""Constructor argument name -> default value, or a factory called to make it (0.3's alias)."""
 
 T = TypeVar("T")
 

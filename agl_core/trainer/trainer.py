@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
-from agl_core.execution import STRATEGIES, ClientServerExecutionStrategy, ExecutionStrategy
+from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
 from agl_core.tracer.base import Tracer
@@ -64,7 +64,8 @@ class Trainer:
     these gets them too), strategy ``"cs"`` (`ClientServerExecutionStrategy`,
     port ``port`` or 4747), no algorithm (the store is driven from outside) and no LLM proxy.
 
-    Fixes of Agent Lightning 0.3: every runner worker gets its own runner and tracer (quirk #10); a live
+    Fixes of Agent Lightning 0.3: every runner worker gets its own runner and tracer (quirk 10 in
+    docs/migrating-from-agent-lightning.md); a live
     progress display (``progress=False`` turns it off).
 
     Args:
@@ -76,7 +77,8 @@ class Trainer:
         adapter: The adapter spec (turns spans into training data).
         store: The store spec.
         runner: The runner spec.
-        strategy: ``"shm"``, ``"cs"``, a dict, a class or an instance.
+        strategy: A registered name (``"shm"``, ``"cs"``, ``"ray"`` from agl-ray), a dict, a class or an
+            instance.
         port: Port of the client-server strategy's store server (0: any free port).
         algorithm: The algorithm spec (None: no algorithm).
         llm_proxy: An `LLMProxy` (or spec; it gets the store).
@@ -174,7 +176,7 @@ class Trainer:
             spec_name="strategy",
             default_factory=default,
             optional_defaults=defaults,
-            registry=STRATEGIES,
+            registry="strategy",
         )
         assert strategy is not None
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):

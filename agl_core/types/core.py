@@ -269,3 +269,15 @@ class Dataset(Protocol[T_co]):
 
 RolloutRawResult = Union[None, float, list["ReadableSpan"], list[Span], list[SpanCoreFields]]  # noqa: UP007
 """What an agent's rollout function may return: nothing, a final reward, or the spans it produced."""
+
+
+_LEGACY_NAMES = ("GenericResponse", "RolloutLegacy", "RolloutRawResultLegacy", "Task", "TaskIfAny")
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3 defined its v0.1 types in this module; agl keeps them in types/legacy.py.
+    if name in _LEGACY_NAMES:
+        from agl_core.types import legacy
+
+        return getattr(legacy, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

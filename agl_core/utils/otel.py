@@ -79,9 +79,9 @@ def _primitive_kind(value: Any) -> type:
 
 
 def flatten_attributes(
-    nested: Mapping[str, Any] | Sequence[Any], *, expand_leaf_lists: bool = False
+    nested_data: Mapping[str, Any] | Sequence[Any], *, expand_leaf_lists: bool = False
 ) -> dict[str, Any]:
-    """Flatten nested dicts/lists into dotted keys; list positions become key segments.
+    """Flatten nested dicts/lists (``nested_data``) into dotted keys; list positions become key segments.
 
     A non-empty list of one primitive type (str, bool, int or float) stays a leaf value unless
     ``expand_leaf_lists``; a list mixing primitive types is expanded (with a warning) since an attribute
@@ -119,18 +119,18 @@ def flatten_attributes(
             return
         flat[prefix] = value
 
-    walk(nested, "")
+    walk(nested_data, "")
     return flat
 
 
-def unflatten_attributes(flat: Mapping[str, Any]) -> dict[str, Any] | list[Any]:
+def unflatten_attributes(flat_data: Mapping[str, Any]) -> dict[str, Any] | list[Any]:
     """Rebuild the nested structure from dotted keys (inverse of :func:`flatten_attributes`).
 
     A dict whose keys are exactly ``"0"`` .. ``"n-1"`` becomes a list. When a key is both a value and a
     prefix of other keys (``"a"`` and ``"a.b"``), the nested keys win.
     """
     root: dict[str, Any] = {}
-    for key, value in flat.items():
+    for key, value in flat_data.items():
         parts = key.split(".")
         node = root
         for part in parts[:-1]:
@@ -183,13 +183,13 @@ def filter_and_unflatten_attributes(attributes: Mapping[str, Any], prefix: str) 
 # ------------------------------------------------------------------------------------ sanitizing
 
 
-def sanitize_list_attribute_sanity(values: Sequence[Any]) -> AttributeValue:
-    """Return ``values`` as a valid attribute list, or raise ``ValueError`` if that is impossible.
+def sanitize_list_attribute_sanity(maybe_list: Sequence[Any]) -> AttributeValue:
+    """Return ``maybe_list`` as a valid attribute list, or raise ``ValueError`` if that is impossible.
 
     All str -> ``list[str]``; all bool -> ``list[bool]``; ints and bools -> ``list[int]``; numbers ->
     ``list[float]``. An empty list is a valid ``list[str]``.
     """
-    items = list(values)
+    items = list(maybe_list)
     if all(isinstance(v, str) for v in items):
         return items
     if all(isinstance(v, bool) for v in items):
@@ -202,24 +202,24 @@ def sanitize_list_attribute_sanity(values: Sequence[Any]) -> AttributeValue:
     raise ValueError(f"A list attribute must hold one primitive type (str, bool, int or float); got {kinds}.")
 
 
-def sanitize_attribute_value(value: Any, force: bool = True) -> AttributeValue:
-    """Make ``value`` a valid attribute value: primitives as is, lists made homogeneous, anything else JSON.
+def sanitize_attribute_value(object: Any, force: bool = True) -> AttributeValue:
+    """Make ``object`` a valid attribute value: primitives as is, lists made homogeneous, anything else JSON.
 
     With ``force`` objects JSON cannot encode are stringified (``default=str``); without it they raise
     ``ValueError``.
     """
-    if isinstance(value, _PRIMITIVES):
-        return value
-    if isinstance(value, (list, tuple)):
+    if isinstance(object, _PRIMITIVES):
+        return object
+    if isinstance(object, (list, tuple)):
         try:
-            return sanitize_list_attribute_sanity(value)
+            return sanitize_list_attribute_sanity(object)
         except ValueError as exc:
             logger.debug("Storing a mixed list as JSON: %s", exc)
     try:
-        return json.dumps(value, default=str if force else None)
+        return json.dumps(object, default=str if force else None)
     except (TypeError, ValueError) as exc:
         raise ValueError(
-            f"Attribute value of type {full_qualified_name(type(value))} is not JSON serializable; "
+            f"Attribute object of type {full_qualified_name(type(object))} is not JSON serializable; "
             "convert it to a str, number, bool, list or dict first (or pass force=True)."
         ) from exc
 

@@ -30,14 +30,15 @@ def test_no_llm_span_names_what_was_seen_and_lookalikes() -> None:
     assert problem.message == (
         "No LLM-call span among the 3 spans of this rollout (span names seen: "
         "'ChatOpenAI.with_structured_output', 'invoke_agent extractor', 'agentlightning.annotation'). "
-        "'ChatOpenAI.with_structured_output' look like LLM calls but do not match the adapter's "
-        "llm_call_match."
+        "'ChatOpenAI.with_structured_output' look like LLM calls but match neither the adapter's "
+        "llm_call_match nor a known LLM-span shape (attribute keys of 'ChatOpenAI.with_structured_output': "
+        "none)."
     )
     assert problem.fix is not None
     assert problem.fix.startswith(
         "If 'ChatOpenAI.with_structured_output' records the model's token ids, pass"
     )
-    assert "through the `openai` client while agl's tracer is active" in problem.fix
+    assert "through the `openai` client (agl instruments it)" in problem.fix
     unattributed = report.get("reward_unattributed")
     assert unattributed is not None
     assert unattributed.message.endswith(
@@ -53,10 +54,11 @@ def test_no_llm_span_without_lookalikes_points_at_the_openai_client() -> None:
     assert report.problems[0].message == (
         "No LLM-call span among the 1 spans of this rollout (span names seen: 'agentlightning.operation')."
     )
-    assert report.problems[0].fix == (
-        "Make the agent call its model through the `openai` client while agl's tracer is active (structured-"
-        "output helpers and non-OpenAI SDKs are not captured), or route its calls through the agl LLM proxy."
+    fix = report.problems[0].fix
+    assert fix is not None and fix.startswith(
+        "Make the agent's model calls visible while agl's tracer is active"
     )
+    assert "OpenInference" in fix and "LLM proxy" in fix
     assert report.codes() == ["no_llm_spans", "no_reward"]
     assert report.problems[1].severity == "warning"  # without triplets, the missing reward is secondary
     assert TracerTraceToTriplet().diagnose([]).codes() == ["no_spans"]

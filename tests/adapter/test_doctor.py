@@ -104,8 +104,9 @@ def test_no_llm_span_when_the_model_is_called_outside_the_openai_client(tmp_path
     assert (
         "  [error] no_llm_spans: No LLM-call span among the 2 spans of this rollout (span names seen: "
         "'ChatOpenAI.with_structured_output', 'agentlightning.annotation'). "
-        "'ChatOpenAI.with_structured_output' look like LLM calls but do not match the adapter's "
-        "llm_call_match.\n"
+        "'ChatOpenAI.with_structured_output' look like LLM calls but match neither the adapter's "
+        "llm_call_match nor a known LLM-span shape (attribute keys of 'ChatOpenAI.with_structured_output': "
+        "none).\n"
     ) in out
     assert "      fix: If 'ChatOpenAI.with_structured_output' records the model's token ids, pass" in out
     assert out.rstrip().endswith("Verdict: NO USABLE TRAINING DATA - fix the errors above.")
@@ -197,3 +198,18 @@ async def test_report_function_on_an_in_memory_store() -> None:
     with pytest.raises(ValueError, match="Unknown adapter 'x'"):
         await diagnose_rollout(store, rollout.rollout_id, adapter="x")
     await store.close()
+
+
+def test_llm_span_of_an_unknown_shape_is_kept_and_its_keys_named(tmp_path: Path) -> None:
+    async def vendor_agent(otel: Any, client: openai.AsyncOpenAI, server: FakeOpenAIServer) -> None:
+        attributes = {"openinference.span.kind": "LLM", "vendor.request_blob": "...", "vendor.reply.0": "x"}
+        with otel.start_as_current_span("VendorLLM", attributes=attributes):
+            pass
+        await ask(client, "a readable call")
+        emit_reward(1.0)
+
+    uri, rid, _ = record(tmp_path, vendor_agent)
+    _, out = doctor(rid, "--store", uri)
+    assert "LLM calls: 2 -> triplets: 2" in out  # the unreadable span is kept, not dropped
+    assert "[warning] unreadable_llm_spans: 1 LLM-call spans carry no prompt or completion" in out
+    assert "openinference.span.kind, vendor.request_blob, vendor.reply.N" in out

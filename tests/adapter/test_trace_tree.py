@@ -85,7 +85,8 @@ def test_tree_of_sdk_spans_keeps_real_parent_links() -> None:
     with b.span("root", 0, 10), b.agent("a", 1, 9):
         b.llm(2, 3, [{"role": "user", "content": "x"}])
     tree = TraceTree.from_spans(b.spans())
-    assert tree.names_tuple() == ("root", [("invoke_agent a", [("chat qwen", [])])])
+    # 0.3 marks agent spans with " [agent]" in names_tuple
+    assert tree.names_tuple() == ("root", [("invoke_agent a [a]", [("chat qwen", [])])])
     data = tree.to_json()
     assert (
         data["span"]["name"] == "root" and data["children"][0]["children"][0]["span"]["name"] == "chat qwen"

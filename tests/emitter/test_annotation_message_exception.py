@@ -1,4 +1,4 @@
-"""emit_annotation, emit_message and emit_exception (inventory §4.2)."""
+"""emit_annotation, emit_message and emit_exception (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 

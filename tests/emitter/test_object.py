@@ -1,4 +1,4 @@
-"""emit_object / get_object_value round trips and errors (inventory §4.2)."""
+"""emit_object / get_object_value round trips and errors (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 

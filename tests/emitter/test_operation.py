@@ -1,4 +1,4 @@
-"""The operation decorator (sync and async) and context manager (inventory §4.2)."""
+"""The operation decorator (sync and async) and context manager (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 

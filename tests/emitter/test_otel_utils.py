@@ -1,4 +1,5 @@
-"""agl_core.utils.otel: flatten/unflatten, sanitizing, tags, links, provider lookup (inventory §4.3)."""
+"""agl_core.utils.otel: flatten/unflatten, sanitizing, tags, links, provider lookup (as in Agent Lightning
+0.3)."""
 
 from __future__ import annotations
 
@@ -125,8 +126,10 @@ def test_full_qualified_name() -> None:
     assert full_qualified_name(Span) == "agl_core.types.tracer.Span"
 
 
-async def test_provider_lookup_follows_the_active_tracer() -> None:
-    tracer = OtelTracer(instrument_llm_clients=False)
+async def test_provider_lookup_follows_the_active_tracer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace as trace_api
+
+    tracer = OtelTracer(instrument_llm_clients=False, global_provider=False)
     tracer.init_worker(0)
     try:
         async with tracer.trace_context():
@@ -136,5 +139,6 @@ async def test_provider_lookup_follows_the_active_tracer() -> None:
         assert [s.name for s in tracer.get_last_trace()] == ["via-helper"]
     finally:
         tracer.teardown_worker(0)
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", None)  # as if no SDK provider was ever installed
     with pytest.raises(RuntimeError, match="No OpenTelemetry SDK tracer provider"):
         get_tracer_provider()

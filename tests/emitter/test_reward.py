@@ -1,4 +1,4 @@
-"""emit_reward and the reward readers (inventory §4.2)."""
+"""emit_reward and the reward readers (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 

@@ -91,8 +91,8 @@ def test_model_list_conversion_strips_litellm_provider_prefixes() -> None:
     }
     from agl_core.llm_proxy import BackendConfigError
 
-    with pytest.raises(BackendConfigError, match="api_base"):
-        model_list_to_backends([{"model_name": "x", "litellm_params": {"model": "x"}}])
+    with pytest.raises(BackendConfigError, match="api_base"):  # no default server for hosted_vllm
+        model_list_to_backends([{"model_name": "x", "litellm_params": {"model": "hosted_vllm/x"}}])
     with pytest.raises(BackendConfigError, match="model_name"):
         model_list_to_backends([{"litellm_params": {}}])  # type: ignore[list-item]
 
@@ -192,3 +192,17 @@ async def test_without_a_store_requests_are_served_and_counted_unrecorded(
         assert await proxy.flush(timeout=5)
     [span] = await store.query_spans(rollout.rollout_id)
     assert span.attributes["response_token_ids"]
+
+
+def test_model_list_entry_without_api_base_goes_where_litellm_sent_openai_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    entry = {"model_name": "gpt", "litellm_params": {"model": "openai/gpt-4o-mini"}}
+    assert model_list_to_backends([entry]) == {
+        "gpt": [HttpBackend("https://api.openai.com/v1", api_key="sk-env", model="gpt-4o-mini")]
+    }
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://local/v1")
+    assert model_list_to_backends([entry])["gpt"][0].url == "http://local/v1"

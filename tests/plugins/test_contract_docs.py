@@ -13,13 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 HOOKS = sorted(name for name, obj in vars(hookspecs).items() if name.startswith("agl_") and callable(obj))
 
 
-def test_six_hooks() -> None:
+def test_seven_hooks() -> None:
     assert HOOKS == [
         "agl_register_adapters",
         "agl_register_algorithms",
         "agl_register_commands",
         "agl_register_runners",
         "agl_register_stores",
+        "agl_register_strategies",
         "agl_register_tracers",
     ]
 

@@ -200,7 +200,12 @@ def test_rollout_end_time_and_enqueue() -> None:
     ("rollout_status", "attempt_status", "is_latest", "expected"),
     [
         ("preparing", "preparing", True, ("running", "running")),
-        ("queuing", "preparing", True, ("running", "running")),  # quirk 6 fixed
+        (
+            "queuing",
+            "preparing",
+            True,
+            ("running", "running"),
+        ),  # quirk 6 in docs/migrating-from-agent-lightning.md fixed
         ("requeuing", "unresponsive", True, ("running", "running")),
         ("running", "running", True, ("running", None)),
         ("preparing", "preparing", False, ("running", None)),  # not latest: rollout untouched
@@ -640,7 +645,7 @@ def make_store_class(**overrides: Callable[..., Any]) -> type[LightningStore]:
     return type("FakeStore", (LightningStore,), namespace)
 
 
-def test_contract_is_abstract_and_has_the_inventory_methods() -> None:
+def test_contract_is_abstract_and_has_the_0_3_methods() -> None:
     with pytest.raises(TypeError):
         LightningStore()  # type: ignore[abstract]
     expected = {
@@ -648,7 +653,7 @@ def test_contract_is_abstract_and_has_the_inventory_methods() -> None:
         "query_attempts", "get_rollout_by_id", "get_latest_attempt", "update_rollout", "update_attempt",
         "wait_for_rollouts", "add_span", "get_next_span_sequence_id", "query_spans", "add_resources",
         "update_resources", "get_resources_by_id", "get_latest_resources", "query_resources",
-        "query_workers", "get_worker_by_id", "update_worker", "statistics",
+        "query_workers", "get_worker_by_id", "update_worker",
     }  # fmt: skip
     assert set(LightningStore.__abstractmethods__) == expected
 

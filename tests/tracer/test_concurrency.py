@@ -1,4 +1,5 @@
-"""Several agents traced at once in one process never mix spans (inventory quirk #10, fixed)."""
+"""Several agents traced at once in one process never mix spans (quirk 10 in
+docs/migrating-from-agent-lightning.md, fixed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DummyTracer (inventory §3.2) and the context-local active-tracer registry."""
+"""DummyTracer (as in Agent Lightning 0.3) and the context-local active-tracer registry."""
 
 from __future__ import annotations
 

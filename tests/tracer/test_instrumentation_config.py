@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 
 import openai
 import pytest
-from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
 from agl_core.instrumentation import instrument_all, uninstrument_all
 from agl_core.instrumentation.openai import CAPTURE_CONTENT_ENV, is_openai_instrumented
@@ -57,23 +55,37 @@ async def test_content_capture_defaults_on_and_respects_an_explicit_user_choice(
     assert CAPTURE_CONTENT_ENV not in os.environ  # agl removes the default it set
 
 
-async def test_foreign_openai_instrumentation_is_reported_not_fought(
-    store: InMemoryLightningStore, caplog: pytest.LogCaptureFixture
+async def test_a_foreign_wrapper_of_the_openai_client_keeps_working_beside_agls(
+    store: InMemoryLightningStore, llm_server: FakeOpenAIServer
 ) -> None:
-    foreign = OpenAIInstrumentor()
-    foreign.instrument()
+    """Another instrumentation wrapping ``create`` (before agl) keeps running; agl's removal leaves it."""
+    import wrapt
+
+    seen: list[str] = []
+
+    def foreign(wrapped, instance, args, kwargs):  # type: ignore[no-untyped-def]
+        seen.append(kwargs["model"])
+        return wrapped(*args, **kwargs)
+
+    completions = openai.resources.chat.completions.Completions
+    original = completions.create
+    wrapt.wrap_function_wrapper(completions, "create", foreign)
     try:
-        with caplog.at_level(logging.WARNING):
-            tracer = OtelTracer()
-            tracer.init_worker(0, store)
+        tracer = OtelTracer()
+        tracer.init_worker(0, store)
         try:
-            assert "already instrumented by OpenTelemetry elsewhere" in caplog.text
-            assert is_openai_instrumented()
+            client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+            rollout_id, attempt_id = await new_attempt(store)
+            async with tracer.trace_context(rollout_id=rollout_id, attempt_id=attempt_id):
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            (span,) = await store.query_spans(rollout_id)
+            assert span.attributes[RESPONSE_TOKEN_IDS]
         finally:
             tracer.teardown_worker(0)
-        assert foreign.is_instrumented_by_opentelemetry  # agl left the user's instrumentation alone
+        assert seen == ["m"]
+        assert completions.create.__wrapped__ is original  # the foreign wrapper is still in place
     finally:
-        foreign.uninstrument()
+        completions.create = original
 
 
 def test_instrument_all_and_uninstrument_all() -> None:

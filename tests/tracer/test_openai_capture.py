@@ -17,6 +17,7 @@ from agl_core.semconv import (
     GEN_AI_REQUEST_TOOLS,
     GEN_AI_RESPONSE_FINISH_REASONS,
     GEN_AI_RESPONSE_ID,
+    GEN_AI_TOOL_DEFINITIONS,
     GEN_AI_USAGE_INPUT_TOKENS,
     LOGPROBS_CONTENT,
     PROMPT_TOKEN_IDS,
@@ -134,7 +135,9 @@ async def test_tools_tool_calls_and_images_are_recorded(
             ]
             client.chat.completions.create(model="policy", messages=messages, tools=TOOLS)
     tool_span, answer_span = llm_spans(list(await store.query_spans(rollout_id)))
-    assert json.loads(str(tool_span.attributes[GEN_AI_REQUEST_TOOLS])) == TOOLS
+    definitions = json.loads(str(tool_span.attributes[GEN_AI_TOOL_DEFINITIONS]))
+    assert definitions == [{"type": "function", **TOOLS[0]["function"]}]  # the current GenAI form
+    assert GEN_AI_REQUEST_TOOLS not in tool_span.attributes
     assert tool_span.attributes[GEN_AI_RESPONSE_FINISH_REASONS] == ["tool_calls"]
     (user,) = json.loads(str(tool_span.attributes[GEN_AI_INPUT_MESSAGES]))
     assert user["parts"] == [

@@ -288,14 +288,14 @@ async def test_exception_in_body_propagates_and_spans_are_still_flushed(
     assert [s.name for s in await stored(store, rollout_id)] == ["agentlightning.message"]
 
 
-def test_provider_is_owned_not_global(store: InMemoryLightningStore) -> None:
-    global_before = trace_api.get_tracer_provider()
+def test_own_provider_is_never_the_global_one(store: InMemoryLightningStore) -> None:
     tracer = OtelTracer(instrument_llm_clients=False)
     with tracer.lifespan(store):
         assert tracer.tracer_provider is not None
-        assert trace_api.get_tracer_provider() is global_before
-        assert tracer.tracer_provider is not global_before
+        assert trace_api.get_tracer_provider() is not tracer.tracer_provider
+        global_after = trace_api.get_tracer_provider()
     assert tracer.tracer_provider is None
+    assert trace_api.get_tracer_provider() is global_after  # teardown leaves the global provider in place
 
 
 async def test_create_span_at_timestamp_and_operation_context(tracer: OtelTracer) -> None:

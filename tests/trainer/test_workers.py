@@ -1,4 +1,5 @@
-"""Each runner worker gets its own runner and tracer (Agent Lightning 0.3 quirk #10 fixed)."""
+"""Each runner worker gets its own runner and tracer (Agent Lightning 0.3 quirk 10 in
+docs/migrating-from-agent-lightning.md fixed)."""
 
 from __future__ import annotations
 

@@ -329,6 +329,16 @@ class StoreApi:
             await self.store.update_attempt(info["rollout_id"], info["attempt_id"], **changes)
         )
 
+    async def rollout_doctor(self, request: web.Request) -> web.Response:
+        """``GET /v1/agl/rollouts/{rollout_id}/doctor``: `agl_core.adapter.doctor.diagnose_rollout`."""
+        from agl_core.adapter.doctor import diagnose_rollout
+
+        q: m.DoctorQuery = self._query(request, m.DoctorQuery)
+        report = await diagnose_rollout(
+            self.store, request.match_info["rollout_id"], attempt=q.attempt, adapter=q.adapter
+        )
+        return json_response(report)
+
     async def wait_rollouts(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/waits/rollouts``: one long poll, capped at ``max_wait_seconds``.
 

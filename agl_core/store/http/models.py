@@ -29,6 +29,7 @@ __all__ = [
     "AnyRollout",
     "AttemptQuery",
     "DequeueBody",
+    "DoctorQuery",
     "EnqueueBody",
     "ErrorInfo",
     "ErrorResponse",
@@ -212,6 +213,13 @@ class WaitBody(_Body):
         allow_inf_nan=False,
         description="Seconds to wait; <= 0 checks once; null waits up to the server's per-poll cap.",
     )
+
+
+class DoctorQuery(QueryModel):
+    """Query of ``GET /v1/agl/rollouts/{rollout_id}/doctor``: which spans, explained by which adapter."""
+
+    attempt: str = Field(default="latest", description="latest, all, or an attempt id.")
+    adapter: str = Field(default="triplet", description="triplet, proxy-triplet, or another triplet adapter.")
 
 
 # ------------------------------------------------------------------------------------------- workers

@@ -1,6 +1,7 @@
 """The route table of the store API: one place that the server, the OpenAPI document and the tests use.
 
-Paths and methods of ``/v1/agl/...`` are those of Agent Lightning 0.3 (inventory §2.6), so its clients
+Paths and methods of ``/v1/agl/...`` are those of Agent Lightning 0.3 (as in Agent Lightning 0.3), so its
+clients
 keep working; agl adds batch routes (``/spans/batch``, ``/spans/sequence-ids``), the OpenAPI
 document and a root ``/health``. The order matters: literal paths (``/rollouts/search``,
 ``/resources/latest``) come before the ``{id}`` paths they would otherwise be taken for.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agl_core.adapter.doctor import DoctorReport
 from agl_core.store.http import models as m
 from agl_core.types import Attempt, NamedResources, PaginatedResult, ResourcesUpdate, Rollout, Span, Worker
 
@@ -188,6 +190,14 @@ ROUTES: tuple[Route, ...] = (
         body=m.UpdateAttemptBody,
         response=Attempt,
         mutating=True,
+    ),
+    _r(
+        "rollout_doctor",
+        "GET",
+        f"{P}/rollouts/{{rollout_id}}/doctor",
+        "What training data the rollout yields and each problem with a fix (agl doctor; read-only).",
+        query=m.DoctorQuery,
+        response=DoctorReport,
     ),
     _r(
         "wait_rollouts",

@@ -5,12 +5,14 @@ token check, idempotent replay for mutating routes and error mapping -- no middl
 per-request overhead stays small. Unknown paths get a JSON 404, known paths with a wrong method a JSON
 405 (with ``Allow``), and CORS preflights are answered when CORS is on.
 
-Differences from Agent Lightning 0.3 (inventory §2.6, quirk 1): store errors are 4xx with a typed JSON
+Differences from Agent Lightning 0.3 (quirk 1 in docs/migrating-from-agent-lightning.md): store errors are
+4xx with a typed JSON
 body (unknown id 404, bad argument 400, schema mismatch 422, oversized body 413) and only genuine
 server faults are 500, so clients never retry a caller's mistake; the server binds 127.0.0.1 by
 default and can require a bearer token; ``wait_for_rollouts`` long-polls on the server (one poll is
-capped at ``max_wait_seconds``); the server is not itself a store -- call the wrapped store in process
-or a `LightningStoreClient` elsewhere.
+capped at ``max_wait_seconds``). As in 0.3 the server is itself a `LightningStore`: calls on it go to
+the wrapped store (see `agl_core.store.delegating`), so it can be handed to an algorithm or
+``LLMProxy(store=server)``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
+from agl_core.store.delegating import DelegatingLightningStore
+from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.errors import error_payload, status_for_exception
 from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard, SlowHeaderSweeper
 from agl_core.store.http.handlers import StoreApi, json_response
@@ -52,7 +57,7 @@ def _path_regex(path: str) -> re.Pattern[str]:
     return re.compile("^" + re.sub(r"\\{\w+\\}", "[^/]+", re.escape(path)) + "$")
 
 
-class LightningStoreServer:
+class LightningStoreServer(DelegatingLightningStore):
     """An HTTP server exposing `store` under ``/v1/agl`` plus OTLP/HTTP traces at ``/v1/traces``.
 
     Use it in process (``await server.start()`` ... ``await server.stop()``, or `run_forever()`), or
@@ -74,13 +79,15 @@ class LightningStoreServer:
             (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
         header_timeout: Seconds a new connection gets to send its first request head before it is
             closed (slow-header sockets cannot pile up).
+        cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
+            arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
     """
 
     def __init__(
         self,
         store: LightningStore,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = 0,
         *,
         token: str | None = None,
         cors_origins: Sequence[str] | None = None,
@@ -90,7 +97,16 @@ class LightningStoreServer:
         shutdown_timeout: float = 10.0,
         allowed_hosts: Sequence[str] | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT_SECONDS,
+        cors_allow_origins: Sequence[str] | str | None = None,
+        launch_mode: str | None = None,
+        launcher_args: object = None,
+        n_workers: int = 1,
+        tracker: object = None,
     ) -> None:
+        super().__init__()
+        port, cors_origins = legacy_server_options(
+            port, cors_origins, cors_allow_origins, launch_mode, launcher_args, n_workers, tracker
+        )
         if max_body_bytes <= 0:
             raise ValueError(f"max_body_bytes must be > 0, got {max_body_bytes}.")
         if max_wait_seconds <= 0:
@@ -145,6 +161,7 @@ class LightningStoreServer:
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
             if route.method == "GET" and route.path.endswith("/health"):
                 app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+        add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         if self._cors_origins is not None:
             app.on_response_prepare.append(self._add_cors_headers)

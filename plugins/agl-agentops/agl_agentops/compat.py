@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ExporterProbe", "probe_agentops_exporter", "repair_agentops_exporter"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.compat")
 
 _PROBE_ENDPOINT = "http://127.0.0.1:9/v1/traces"  # never contacted: the probe sends nothing
 _PROBE_TOKEN = "agl-probe-token"

@@ -36,7 +36,7 @@ __all__ = [
     "TokenSource",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.exporter")
 
 AUTH_PATH = "/v3/auth/token"
 """Where AgentOps exchanges an API key for a JWT (``{"api_key"}`` -> ``{"token", "project_id"}``)."""

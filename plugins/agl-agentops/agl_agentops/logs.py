@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LOGS_PATH", "LogUploadProcessor", "take_agentops_log_buffer"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.logs")
 
 LOGS_PATH = "/v4/logs/upload/"
 """AgentOps' log upload route (JSON ``{"body": text}``, header ``Trace-Id``)."""

@@ -36,7 +36,7 @@ from agl_agentops.compat import repair_agentops_exporter
 
 __all__ = ["AgentOpsProvider", "adopt_agentops", "agentops_provider", "ensure_agentops"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.runtime")
 
 Mode = Literal["managed", "external"]
 

@@ -3,7 +3,7 @@
 AgentOps records the messages of a chat call but not what RL training needs. These patches add, with the
 core tracer's attribute names (so ``TracerTraceToTriplet`` works on AgentOps spans):
 ``prompt_token_ids``, ``response_token_ids``, ``logprobs.content`` (when the server returns them, vLLM's
-``return_token_ids`` format), ``gen_ai.request.tools`` and ``agl.llm.source``. It also drops the
+``return_token_ids`` format), ``gen_ai.tool.definitions`` and ``agl.llm.source``. It also drops the
 ``None``-valued attributes AgentOps reports for absent fields (not valid OpenTelemetry values).
 
 Where: AgentOps' chat wrapper computes its span attributes with ``handle_chat_attributes`` (looked up in
@@ -26,7 +26,7 @@ from agl_agentops._core import StreamAccumulator, request_attributes, response_a
 
 __all__ = ["instrument_token_ids", "is_token_ids_instrumented", "uninstrument_token_ids"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.token_ids")
 
 _MODULE = "agentops.instrumentation.providers.openai.stream_wrapper"
 _STREAM_CLASSES = ("OpenaiStreamWrapper", "OpenAIAsyncStreamWrapper")

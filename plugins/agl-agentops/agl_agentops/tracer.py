@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_API_ENDPOINT", "DEFAULT_EXPORTER_ENDPOINT", "AgentOpsTracer"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.tracer.agentops.tracer")
 
 DEFAULT_API_ENDPOINT = "https://api.agentops.ai"
 DEFAULT_EXPORTER_ENDPOINT = "https://otlp.agentops.ai/v1/traces"

@@ -98,7 +98,7 @@ async def test_a_closed_agentops_port_neither_slows_nor_fails_the_rollout(
     tracer = sending_tracer(api, dead + "/v1/traces", export_timeout=1.0)
     tracer.init_worker(0, store)
     try:
-        with caplog.at_level(logging.WARNING, logger="agl_agentops"):
+        with caplog.at_level(logging.WARNING, logger="agl_core.tracer.agentops"):
             rollout_ids = [
                 await asyncio.wait_for(rollout(tracer, store, llm_server, f"turn {i}"), ROLLOUT_BOUND_S)
                 for i in range(3)

@@ -112,7 +112,9 @@ async def test_tools_are_recorded_and_a_failing_body_ends_the_trace_as_error(
                 raise RuntimeError("agent crashed")
     spans = list(await store.query_spans(rollout_id))
     (llm,) = by_name(spans, LLM_SPAN)
-    assert json.loads(str(llm.attributes["gen_ai.request.tools"])) == TOOLS
+    assert json.loads(str(llm.attributes["gen_ai.tool.definitions"])) == [
+        {"type": "function", **TOOLS[0]["function"]}
+    ]
     assert llm.attributes[RESPONSE_TOKEN_IDS]  # the tool call's token ids
     (session,) = by_name(spans, "tooling.session")
     assert session.attributes["agentops.session.end_state"] == "ERROR"
@@ -169,3 +171,18 @@ async def test_bad_configuration_fails_with_clear_errors(
     with pytest.raises(RuntimeError, match="init_worker"):
         async with tracer.trace_context():
             pass
+
+
+async def test_get_last_trace_inside_the_context_is_the_current_rollout(
+    tracer: AgentOpsTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
+) -> None:
+    """What an ``on_trace_end`` hook sees: this rollout's spans so far, never the previous rollout's."""
+    client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+    for turn in ("first", "second"):
+        rollout_id, attempt_id = await new_attempt(store)
+        async with tracer.trace_context(turn, rollout_id=rollout_id, attempt_id=attempt_id):
+            client.chat.completions.create(model="policy", messages=[{"role": "user", "content": turn}])
+            inside = tracer.get_last_trace()
+            (llm,) = by_name(inside, LLM_SPAN)
+            assert llm.attributes["gen_ai.prompt.0.content"] == turn
+            assert {s.rollout_id for s in inside} == {rollout_id}

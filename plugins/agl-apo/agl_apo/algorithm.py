@@ -1,4 +1,4 @@
-"""`APO`: automatic prompt optimization with textual gradients and beam search (inventory §8.5)."""
+"""`APO`: automatic prompt optimization with textual gradients and beam search (as in Agent Lightning 0.3)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["APO", "APOConfigError"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.apo.algorithm")
 
 T_task = TypeVar("T_task")
 
@@ -78,7 +78,8 @@ class APO(Algorithm, Generic[T_task]):
     score-per-round plot ``scores.png`` and ``run_state.json`` are written to ``output_dir``.
 
     Differences from Agent Lightning 0.3's APO: no ``temperature`` is sent to models that reject it
-    (quirk #18); settings, resources, datasets and the optimizer endpoint are checked before anything is
+    (quirk 18 in docs/migrating-from-agent-lightning.md); settings, resources, datasets and the optimizer
+    endpoint are checked before anything is
     written to the store; edits that lose a placeholder, change nothing or repeat a known prompt are
     dropped; children run concurrently; a leader's full-validation score is measured once and reused;
     the optimizer prompts are agl's own.
@@ -111,6 +112,9 @@ class APO(Algorithm, Generic[T_task]):
         seed: Random seed (batches, parents, prompt styles); saved with the run.
         poll_interval: Longest single wait on the store while rollouts run.
         on_round_end: Callback after each saved round, ``(round_record, state)``; may be async.
+        _poml_trace: Agent Lightning 0.3's debug switch (POML traces in ``./pomltrace``). Accepted for
+            compatibility; agl-apo uses no POML and always writes every optimizer prompt and answer to its
+            run folder (``output_dir``), so it only logs where to look.
 
     Raises:
         APOConfigError: a non-positive size or timeout, a bad ``run_id``, ``resume`` without ``run_id``,
@@ -146,7 +150,10 @@ class APO(Algorithm, Generic[T_task]):
         seed: int | None = None,
         poll_interval: float = 1.0,
         on_round_end: RoundCallback | None = None,
+        _poml_trace: bool = False,
     ) -> None:
+        if _poml_trace:
+            logger.info("APO(_poml_trace=True): agl-apo writes optimizer prompts to the run's output_dir.")
         self.gradient_batch_size = _positive_int("gradient_batch_size", gradient_batch_size)
         self.val_batch_size = _positive_int("val_batch_size", val_batch_size)
         self.beam_width = _positive_int("beam_width", beam_width)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchEvaluator", "BatchResult", "RolloutOutcome", "cancel_unfinished_rollouts"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.apo.evaluation")
 
 _UNFINISHED: tuple[RolloutStatus, ...] = ("queuing", "requeuing", "preparing", "running")
 

@@ -6,7 +6,8 @@ Any OpenAI-compatible endpoint works (OpenAI, Azure-style gateways, vLLM, LiteLL
 * a timeout on every call (``request_timeout``);
 * retries with exponential backoff and jitter on rate limits (HTTP 429, honouring ``Retry-After``),
   timeouts, dropped connections and 5xx answers -- but not on ``insufficient_quota``, which no wait fixes;
-* no ``temperature`` for models that reject it (fixes inventory quirk #18): models whose name starts with a
+* no ``temperature`` for models that reject it (fixes quirk 18 in docs/migrating-from-agent-lightning.md):
+models whose name starts with a
   known reasoning-model prefix never get one, and a model that answers HTTP 400 about ``temperature`` is
   retried at once without it and remembered;
 * :meth:`OptimizerLLM.preflight`, a cheap ``GET /models`` that turns an unreachable endpoint or a rejected
@@ -37,7 +38,7 @@ __all__ = [
     "rejects_temperature",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.apo.optimizer")
 
 REASONING_MODEL_PREFIXES: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5")
 """Model-name prefixes of reasoning models that only accept the default temperature."""

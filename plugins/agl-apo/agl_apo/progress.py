@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["APOProgress", "ChildRow"]
 
-logger = logging.getLogger("agl_apo")
+logger = logging.getLogger("agl_core.algorithm.apo")
 
 _MIN_REFRESH_SECONDS = 0.1
 

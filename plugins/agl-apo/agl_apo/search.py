@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BeamSearch"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.apo.search")
 
 
 @dataclass

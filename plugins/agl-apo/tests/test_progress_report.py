@@ -93,7 +93,7 @@ def test_live_view_shows_rounds_children_and_scores() -> None:
 def test_without_a_terminal_events_become_log_lines(caplog: pytest.LogCaptureFixture) -> None:
     console, out = _console()
     progress = APOProgress(run_id="r1", total_rounds=3, live=False, console=console)
-    with caplog.at_level(logging.INFO, logger="agl_apo"):
+    with caplog.at_level(logging.INFO, logger="agl_core.algorithm.apo"):
         progress.start()
         progress.phase("round 1: 4 children")
         progress.end_round(_state().rounds[1])

@@ -19,7 +19,7 @@ from agl_core.types import Dataset, EnqueueRolloutRequest, Triplet
 
 __all__ = ["LossFn", "Tinker"]
 
-logger = logging.getLogger("agl_tinker")
+logger = logging.getLogger("agl_core.algorithm.tinker")
 
 LossFn = Literal["importance_sampling", "ppo", "cross_entropy"]
 _LOSS_FNS = ("importance_sampling", "ppo", "cross_entropy")

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["MetricsLog", "ProgressView", "plot_rewards"]
 
-logger = logging.getLogger("agl_tinker")
+logger = logging.getLogger("agl_core.algorithm.tinker")
 
 _COLUMNS = (
     ("step", "step", "{}"),

@@ -13,7 +13,10 @@ ROW = {"step": 1, "reward_mean": 0.25, "reward_std": 0.1, "tokens": 120, "loss":
 
 
 def test_log_lines_name_every_column(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.INFO, logger="agl_tinker"), ProgressView(4, enabled=False) as view:
+    with (
+        caplog.at_level(logging.INFO, logger="agl_core.algorithm.tinker"),
+        ProgressView(4, enabled=False) as view,
+    ):
         view.update(ROW)
         view.update({**ROW, "step": 2, "loss": None})
     assert "tinker step 1/4: reward=0.250 std=0.100 tokens=120 loss=-0.5000 time (s)=1.50" in caplog.text

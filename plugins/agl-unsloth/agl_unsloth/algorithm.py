@@ -22,7 +22,7 @@ from agl_unsloth.engine import Engine, TrainConfig, resolve_engine, train
 
 __all__ = ["SFT"]
 
-logger = logging.getLogger("agl_unsloth")
+logger = logging.getLogger("agl_core.algorithm.unsloth")
 
 
 class SFT(Algorithm):

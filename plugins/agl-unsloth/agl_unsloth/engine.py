@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 __all__ = ["Engine", "TrainConfig", "build_trl_trainer", "resolve_engine", "train"]
 
-logger = logging.getLogger("agl_unsloth")
+logger = logging.getLogger("agl_core.algorithm.unsloth")
 
 Engine = Literal["auto", "unsloth", "trl"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["IterationView", "append_metrics", "plot_rewards", "read_metrics"]
 
-logger = logging.getLogger("agl_unsloth")
+logger = logging.getLogger("agl_core.algorithm.unsloth")
 
 _COLUMNS = (
     ("iteration", "iter", "{}"),

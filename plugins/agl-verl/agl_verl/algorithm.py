@@ -26,7 +26,7 @@ from agl_verl.data import BatchCollector, CollectedBatch, build_data_proto
 
 __all__ = ["VERL", "RolloutBridge"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.verl.algorithm")
 T = TypeVar("T")
 
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchCollector", "CollectedBatch", "RolloutHandle", "build_data_proto"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("agl_core.algorithm.verl.data")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,76 @@
+"""Helpers of the Agent Lightning 0.3 compatibility modules (the thin modules at 0.3's import paths).
+
+Every compatibility module's docstring starts with "Compatibility module" and the full list is in
+docs/migrating-from-agent-lightning.md. A compatibility module re-exports agl's implementation of each
+0.3 name, resolves names that now live in a plugin through the plugin registry on first access, and
+answers names agl dropped with a `NotProvidedError` that names the replacement.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["NotProvidedError", "PluginName", "module_getattr", "not_provided"]
+
+MIGRATION_GUIDE = "docs/migrating-from-agent-lightning.md"
+"""Where each difference from Agent Lightning 0.3 is explained."""
+
+
+class NotProvidedError(ImportError):
+    """A 0.3 name agl does not provide here: its plugin is not installed, or agl replaced it.
+
+    An ImportError, so ``from agl_core.x import Name`` fails with this message.
+    """
+
+
+class PluginName:
+    """A 0.3 name now in a plugin: ``kind``/``name`` in the plugin registry, from ``distribution``."""
+
+    def __init__(self, kind: str, name: str, distribution: str) -> None:
+        self.kind, self.name, self.distribution = kind, name, distribution
+
+    def load(self, public_name: str) -> Any:
+        """The plugin's class or factory; `NotProvidedError` with the ``pip install`` hint when missing."""
+        from agl_core.errors import UnknownComponentError
+        from agl_core.plugins import get_registry
+
+        try:
+            return get_registry(self.kind).resolve(self.name)
+        except UnknownComponentError as exc:
+            raise NotProvidedError(
+                f"{public_name} is provided by the {self.distribution} plugin: "
+                f"pip install {self.distribution} ({exc})"
+            ) from exc
+
+
+def not_provided(public_name: str, replacement: str) -> NotProvidedError:
+    """The error for a 0.3 name agl dropped; ``replacement`` says what to use instead."""
+    return NotProvidedError(
+        f"{public_name} (Agent Lightning 0.3) is not provided by agl: {replacement} (see {MIGRATION_GUIDE})."
+    )
+
+
+Target = str | PluginName | Callable[[], Any]
+"""How a compatibility module finds a name: ``"module:attr"``, a plugin name, or a factory."""
+
+
+def module_getattr(module: str, names: dict[str, Target], dropped: dict[str, str] | None = None) -> Any:
+    """A module ``__getattr__``: resolves ``names`` lazily, raises for ``dropped`` (name -> replacement)."""
+    dropped = dropped or {}
+
+    def __getattr__(name: str) -> Any:
+        target = names.get(name)
+        if target is None:
+            if name in dropped:
+                raise not_provided(f"{module}.{name}", dropped[name])
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        if isinstance(target, PluginName):
+            return target.load(f"{module}.{name}")
+        if isinstance(target, str):
+            source, _, attr = target.partition(":")
+            return getattr(importlib.import_module(source), attr or name)
+        return target()
+
+    return __getattr__

@@ -1,0 +1,23 @@
+"""Compatibility module for Agent Lightning 0.3's ``agentlightning.algorithm.apo.apo``.
+
+Listed in docs/migrating-from-agent-lightning.md.
+
+``APO`` lives in the agl-apo plugin (``pip install agl-apo``) and is loaded on first access; its helpers
+are the plugin's own business.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agl_core._compat import PluginName, module_getattr
+
+__all__ = ["APO"]  # noqa: F822 (resolved by __getattr__)
+
+_NAMES: dict[str, Any] = {
+    "APO": PluginName("algorithm", "apo", "agl-apo"),
+}
+
+_DROPPED: dict[str, str] = {}
+
+__getattr__ = module_getattr("agl_core.algorithm.apo.apo", _NAMES, _DROPPED)

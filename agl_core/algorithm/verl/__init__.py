@@ -1,0 +1,22 @@
+"""Compatibility module for Agent Lightning 0.3's ``agentlightning.algorithm.verl``.
+
+Listed in docs/migrating-from-agent-lightning.md.
+
+``VERL`` lives in the agl-verl plugin (``pip install agl-verl``) and is loaded on first access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agl_core._compat import PluginName, module_getattr
+
+__all__ = ["VERL"]
+
+_NAMES: dict[str, Any] = {
+    "VERL": PluginName("algorithm", "verl", "agl-verl"),
+}
+
+_DROPPED: dict[str, str] = {}
+
+__getattr__ = module_getattr("agl_core.algorithm.verl", _NAMES, _DROPPED)

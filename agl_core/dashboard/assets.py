@@ -1,0 +1,86 @@
+"""Serve the dashboard's static files (GET only) from the package's ``static`` folder."""
+
+from __future__ import annotations
+
+import mimetypes
+from pathlib import Path
+
+from aiohttp import web
+
+__all__ = [
+    "ASSETS_DIR",
+    "CONTENT_SECURITY_POLICY",
+    "DASHBOARD_PREFIX",
+    "PAGE_PATHS",
+    "add_dashboard_routes",
+    "asset_bytes",
+]
+
+ASSETS_DIR = Path(__file__).with_name("static")
+"""Folder of the dashboard's HTML, CSS and JavaScript files (shipped in the wheel)."""
+
+DASHBOARD_PREFIX = "/dashboard"
+"""URL prefix of the dashboard's assets; ``/`` serves ``index.html`` and ``/docs`` the API docs page."""
+
+PAGE_PATHS = ("/", "/docs", DASHBOARD_PREFIX + "/{name}")
+"""The paths `add_dashboard_routes` adds (web pages, not part of the API document)."""
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""Only the page's own scripts run: no inline script, no script from span content, no other origin."""
+
+_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+
+
+def asset_bytes(name: str) -> bytes:
+    """The content of one asset file, e.g. ``"index.html"``.
+
+    Raises:
+        FileNotFoundError: no such asset (or a name that leaves the assets folder).
+    """
+    root = ASSETS_DIR.resolve()
+    path = (root / name).resolve()
+    if root not in path.parents or not path.is_file():
+        raise FileNotFoundError(f"No dashboard asset {name!r} in {root}.")
+    return path.read_bytes()
+
+
+def _response(name: str) -> web.Response:
+    try:
+        body = asset_bytes(name)
+    except FileNotFoundError:
+        error = {
+            "type": "RouteNotFound",
+            "message": f"No dashboard file {name!r}; open / instead.",
+            "details": {},
+        }
+        return web.json_response({"error": error}, status=404)
+    suffix = Path(name).suffix
+    content_type = _TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    response = web.Response(body=body, content_type=content_type, charset="utf-8")
+    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+async def _index(request: web.Request) -> web.Response:
+    return _response("index.html")
+
+
+async def _docs(request: web.Request) -> web.Response:
+    return _response("docs.html")
+
+
+async def _asset(request: web.Request) -> web.Response:
+    return _response(request.match_info["name"])
+
+
+def add_dashboard_routes(router: web.UrlDispatcher) -> None:
+    """Add ``GET /`` (the dashboard), ``GET /docs`` (the API docs) and ``GET /dashboard/{name}`` (assets)."""
+    router.add_get("/", _index, allow_head=True)
+    router.add_get("/docs", _docs, allow_head=True)
+    router.add_get(DASHBOARD_PREFIX + "/{name:[A-Za-z0-9_./-]+}", _asset, allow_head=True)

@@ -1,0 +1,566 @@
+"""OpenAI Responses API <-> chat completions, so a chat-only backend serves ``/v1/responses`` clients.
+
+Requests: ``instructions`` becomes a system message; ``input`` items become chat messages (``message``
+items with text and image parts, ``function_call`` items as the assistant's ``tool_calls`` — consecutive
+calls form one parallel turn — and ``function_call_output`` items as ``tool`` messages; ``reasoning``
+items are dropped); function tools, ``tool_choice``, ``parallel_tool_calls``, ``max_output_tokens``,
+sampling parameters, logprobs (``include: ["message.output_text.logprobs"]``) and ``text.format`` map to
+their chat equivalents. What a stateless translation cannot honour (``previous_response_id``,
+``conversation``, hosted tools such as ``web_search``) is refused with a 400 that says so.
+
+Responses: reasoning, text and tool calls become ``reasoning``, ``message`` and ``function_call`` output
+items; ``finish_reason: length`` becomes ``status: "incomplete"``; usage is renamed. Streams are
+translated chunk by chunk into the Responses event sequence (``response.created`` ...
+``response.completed``) by :class:`ResponsesStream`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from agl_core.llm_proxy import _json
+from agl_core.llm_proxy.errors import ProxyHTTPError
+
+__all__ = ["ResponsesStream", "chat_to_response", "responses_to_chat"]
+
+_SAMPLING_KEYS = ("temperature", "top_p", "parallel_tool_calls", "user", "seed", "top_k")
+_LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+
+def _bad(message: str, param: str | None = None) -> ProxyHTTPError:
+    return ProxyHTTPError(400, message, param=param)
+
+
+def _content(content: Any, where: str) -> Any:
+    """Chat content of a Responses message content: a string, or chat parts for text and images."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _bad(f"{where}.content must be a string or a list of content parts.", param="input")
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text", "text"):
+            parts.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "refusal":
+            parts.append({"type": "text", "text": part.get("refusal", "")})
+        elif kind == "input_image":
+            url = part.get("image_url")
+            if not isinstance(url, str):
+                raise _bad(
+                    f"{where}: an input_image needs an 'image_url' (a URL or a data: URL); file ids need the "
+                    "Files API, which the agl proxy does not serve.",
+                    param="input",
+                )
+            image: dict[str, Any] = {"url": url}
+            if isinstance(part.get("detail"), str):
+                image["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            raise _bad(
+                f"{where}: content part type {kind!r} is not supported by the agl proxy "
+                "(text and images are).",
+                param="input",
+            )
+    if all(p["type"] == "text" for p in parts):
+        return "".join(p["text"] for p in parts)
+    return parts
+
+
+def _output_text(output: Any) -> Any:
+    """A ``function_call_output``'s output as a tool message's content."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return _content(output, "function_call_output")
+    return _json.dumps_str(output)
+
+
+def _messages(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    instructions = payload.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        messages.append({"role": "system", "content": instructions})
+    items = payload.get("input")
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+        return messages
+    if not isinstance(items, list) or not items:
+        raise _bad("'input' is required: a string or a non-empty list of input items.", param="input")
+    for position, item in enumerate(items):
+        where = f"input[{position}]"
+        if not isinstance(item, dict):
+            raise _bad(f"{where} must be an object.", param="input")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            if role not in ("user", "assistant", "system", "developer"):
+                raise _bad(f"{where}.role must be user, assistant, system or developer.", param="input")
+            messages.append(
+                {
+                    "role": "system" if role == "developer" else role,
+                    "content": _content(item.get("content"), where),
+                }
+            )
+        elif kind == "function_call":
+            call_id, name = item.get("call_id"), item.get("name")
+            if not isinstance(call_id, str) or not isinstance(name, str):
+                raise _bad(f"{where}: a function_call needs 'call_id' and 'name'.", param="input")
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": item.get("arguments") or ""},
+            }
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str):
+                raise _bad(f"{where}: a function_call_output needs 'call_id'.", param="input")
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id, "content": _output_text(item.get("output"))}
+            )
+        elif kind == "reasoning":
+            continue
+        else:
+            raise _bad(
+                f"{where}: input item type {kind!r} is not supported by the agl proxy (message, "
+                "function_call, function_call_output and reasoning are).",
+                param="input",
+            )
+    return messages
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if not isinstance(tools, list):
+        raise _bad("'tools' must be a list.", param="tools")
+    out = []
+    for tool in tools:
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if kind != "function":
+            raise _bad(
+                f"Tool type {kind!r} is a hosted tool the agl proxy cannot run (a chat-completions backend "
+                "serves the request); only function tools are supported.",
+                param="tools",
+            )
+        function = {
+            key: tool[key]
+            for key in ("name", "description", "parameters", "strict")
+            if tool.get(key) is not None
+        }
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    raise _bad(
+        f"tool_choice {choice!r} is not supported; use auto, none, required or a function.",
+        param="tool_choice",
+    )
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if not isinstance(fmt, dict) or fmt.get("type") in (None, "text"):
+        return None
+    if fmt.get("type") == "json_object":
+        return {"type": "json_object"}
+    if fmt.get("type") == "json_schema":
+        schema = {key: fmt[key] for key in ("name", "schema", "strict", "description") if key in fmt}
+        return {"type": "json_schema", "json_schema": schema}
+    raise _bad(f"text.format type {fmt.get('type')!r} is not supported.", param="text")
+
+
+def responses_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat-completions request equivalent to a Responses request.
+
+    Raises:
+        ProxyHTTPError: 400 naming what cannot be translated.
+    """
+    for key in ("previous_response_id", "conversation", "prompt"):
+        if payload.get(key) is not None:
+            raise _bad(
+                f"'{key}' needs server-side state, which the agl proxy does not keep; send the whole "
+                "conversation in 'input' instead.",
+                param=key,
+            )
+    chat: dict[str, Any] = {"model": payload["model"], "messages": _messages(payload)}
+    if payload.get("tools"):
+        chat["tools"] = _tools(payload["tools"])
+    if payload.get("tool_choice") is not None:
+        chat["tool_choice"] = _tool_choice(payload["tool_choice"])
+    for key in _SAMPLING_KEYS:
+        if payload.get(key) is not None:
+            chat[key] = payload[key]
+    if payload.get("max_output_tokens") is not None:
+        chat["max_tokens"] = payload["max_output_tokens"]
+    include = payload.get("include") or ()
+    if _LOGPROBS_INCLUDE in include or payload.get("top_logprobs"):
+        chat["logprobs"] = True
+        if payload.get("top_logprobs"):
+            chat["top_logprobs"] = payload["top_logprobs"]
+    response_format = _response_format(payload.get("text"))
+    if response_format is not None:
+        chat["response_format"] = response_format
+    if payload.get("stream") is True:
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}
+    return chat
+
+
+# ---------------------------------------------------------------------------------------------- responses
+
+
+def _base_id(chat: Mapping[str, Any]) -> str:
+    ident = chat.get("id")
+    if isinstance(ident, str) and ident:
+        return ident.removeprefix("chatcmpl-")
+    return os.urandom(12).hex()
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    if not isinstance(usage, dict):
+        return None
+    prompt = usage.get("prompt_tokens") or 0
+    completion = usage.get("completion_tokens") or 0
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": usage.get("total_tokens") or prompt + completion,
+    }
+
+
+def _text_logprobs(logprobs: Any, request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Chat logprob entries as Responses ``output_text.logprobs`` (only when the client asked)."""
+    if _LOGPROBS_INCLUDE not in (request.get("include") or ()) or not isinstance(logprobs, dict):
+        return []
+    out = []
+    for entry in logprobs.get("content") or ():
+        if isinstance(entry, dict):
+            top = [
+                {"token": t.get("token"), "bytes": t.get("bytes") or [], "logprob": t.get("logprob")}
+                for t in entry.get("top_logprobs") or ()
+                if isinstance(t, dict)
+            ]
+            out.append(
+                {
+                    "token": entry.get("token"),
+                    "bytes": entry.get("bytes") or [],
+                    "logprob": entry.get("logprob"),
+                    "top_logprobs": top,
+                }
+            )
+    return out
+
+
+def _status(finish_reason: Any) -> tuple[str, dict[str, Any] | None]:
+    if finish_reason == "length":
+        return "incomplete", {"reason": "max_output_tokens"}
+    if finish_reason == "content_filter":
+        return "incomplete", {"reason": "content_filter"}
+    return "completed", None
+
+
+def envelope(
+    request: Mapping[str, Any],
+    ident: str,
+    created: int,
+    model: Any,
+    output: list[dict[str, Any]],
+    status: str,
+    incomplete: dict[str, Any] | None,
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """A ``response`` object around ``output``, echoing the request's settings as OpenAI does."""
+    return {
+        "id": f"resp_{ident}",
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "error": None,
+        "incomplete_details": incomplete,
+        "instructions": request.get("instructions"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "model": model if isinstance(model, str) else request.get("model"),
+        "output": output,
+        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "previous_response_id": None,
+        "temperature": request.get("temperature"),
+        "top_p": request.get("top_p"),
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools") or [],
+        "text": request.get("text") or {"format": {"type": "text"}},
+        "truncation": request.get("truncation") or "disabled",
+        "metadata": request.get("metadata") or {},
+        "store": False,
+        "usage": usage,
+    }
+
+
+def _reasoning_item(ident: str, text: str) -> dict[str, Any]:
+    return {
+        "id": f"rs_{ident}",
+        "type": "reasoning",
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": text}],
+        "status": "completed",
+    }
+
+
+def _message_item(
+    ident: str, text: str, logprobs: list[dict[str, Any]], status: str = "completed"
+) -> dict[str, Any]:
+    part = {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs}
+    return {"id": f"msg_{ident}", "type": "message", "status": status, "role": "assistant", "content": [part]}
+
+
+def _call_item(call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
+    return {
+        "id": f"fc_{call_id}",
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def chat_to_response(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+    """The Responses ``response`` object for a ``chat.completion`` (its first choice)."""
+    ident = _base_id(chat)
+    choices = chat.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    message = choice.get("message") or {}
+    output: list[dict[str, Any]] = []
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    if isinstance(reasoning, str) and reasoning:
+        output.append(_reasoning_item(ident, reasoning))
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        output.append(_message_item(ident, content, _text_logprobs(choice.get("logprobs"), request)))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        output.append(
+            _call_item(str(call.get("id")), str(function.get("name")), function.get("arguments") or "")
+        )
+    status, incomplete = _status(choice.get("finish_reason"))
+    created = chat.get("created") if isinstance(chat.get("created"), int) else int(time.time())
+    return envelope(
+        request, ident, created, chat.get("model"), output, status, incomplete, _usage(chat.get("usage"))
+    )
+
+
+# ---------------------------------------------------------------------------------------------- streams
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    return b"event: " + payload["type"].encode() + b"\ndata: " + _json.dumps(payload) + b"\n\n"
+
+
+class ResponsesStream:
+    """Turns a stream of ``chat.completion.chunk`` dicts into Responses API events (SSE bytes).
+
+    Feed chunks with :meth:`feed`, then call :meth:`finish` (or :meth:`fail` when the backend broke off).
+    Only the first choice is translated.
+    """
+
+    def __init__(self, request: Mapping[str, Any]) -> None:
+        self._request = request
+        self._sequence = 0
+        self._ident: str | None = None
+        self._created = int(time.time())
+        self._model: Any = None
+        self._items: list[dict[str, Any]] = []  # output items in the order they were opened
+        self._open: dict[str, Any] | None = None  # the reasoning or message item receiving text
+        self._texts: dict[int, list[str]] = {}
+        self._calls: dict[int, dict[str, Any]] = {}  # chat tool-call index -> function_call item
+        self._finish: Any = None
+        self._usage: dict[str, Any] | None = None
+        self._logprobs: list[dict[str, Any]] = []
+
+    def _emit(self, kind: str, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": self._sequence, **fields}
+        self._sequence += 1
+        return _event(payload)
+
+    def _response(self, status: str, output: list[dict[str, Any]], incomplete: Any = None) -> dict[str, Any]:
+        return envelope(
+            self._request,
+            self._ident or "",
+            self._created,
+            self._model,
+            output,
+            status,
+            incomplete,
+            self._usage,
+        )
+
+    def _start(self, chunk: Mapping[str, Any]) -> list[bytes]:
+        self._ident = _base_id(chunk)
+        if isinstance(chunk.get("created"), int):
+            self._created = chunk["created"]
+        self._model = chunk.get("model")
+        start = self._response("in_progress", [])
+        return [
+            self._emit("response.created", response=start),
+            self._emit("response.in_progress", response=start),
+        ]
+
+    def _close_open(self) -> list[bytes]:
+        item, self._open = self._open, None
+        if item is None:
+            return []
+        index = self._items.index(item)
+        text = "".join(self._texts.pop(index, []))
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        if item["type"] == "reasoning":
+            item["content"] = [{"type": "reasoning_text", "text": text}]
+            item["status"] = "completed"
+            events = [self._emit("response.reasoning_text.done", **where, text=text)]
+        else:
+            logprobs = _text_logprobs({"content": self._logprobs}, self._request)
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": logprobs}
+            item["content"], item["status"] = [part], "completed"
+            events = [
+                self._emit("response.output_text.done", **where, text=text, logprobs=logprobs),
+                self._emit("response.content_part.done", **where, part=part),
+            ]
+        events.append(self._emit("response.output_item.done", output_index=index, item=item))
+        return events
+
+    def _text(self, kind: str, text: str, logprobs: Any) -> list[bytes]:
+        events: list[bytes] = []
+        item = self._open
+        if item is None or item["type"] != kind:
+            events.extend(self._close_open())
+            ident = self._ident or ""
+            item = (
+                _reasoning_item(ident, "")
+                if kind == "reasoning"
+                else _message_item(ident, "", [], "in_progress")
+            )
+            item["content"], item["status"] = [], "in_progress"
+            self._items.append(item)
+            self._open = item
+            index = len(self._items) - 1
+            events.append(self._emit("response.output_item.added", output_index=index, item=dict(item)))
+            if kind == "message":
+                empty = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+                events.append(
+                    self._emit(
+                        "response.content_part.added",
+                        item_id=item["id"],
+                        output_index=index,
+                        content_index=0,
+                        part=empty,
+                    )
+                )
+        index = self._items.index(item)
+        self._texts.setdefault(index, []).append(text)
+        where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+        if kind == "reasoning":
+            events.append(self._emit("response.reasoning_text.delta", **where, delta=text))
+        else:
+            entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+            if isinstance(entries, list):
+                self._logprobs.extend(entries)
+            delta_logprobs = _text_logprobs({"content": entries or []}, self._request)
+            events.append(
+                self._emit("response.output_text.delta", **where, delta=text, logprobs=delta_logprobs)
+            )
+        return events
+
+    def _tool_call(self, delta: Mapping[str, Any], position: int) -> list[bytes]:
+        events: list[bytes] = []
+        index = delta.get("index", position)
+        function = delta.get("function") or {}
+        item = self._calls.get(index)
+        if item is None:
+            events.extend(self._close_open())
+            call_id = delta.get("id") or f"call_{os.urandom(8).hex()}"
+            item = _call_item(call_id, function.get("name") or "", "", "in_progress")
+            self._calls[index] = item
+            self._items.append(item)
+            events.append(
+                self._emit("response.output_item.added", output_index=len(self._items) - 1, item=dict(item))
+            )
+        elif function.get("name"):
+            item["name"] += function["name"]
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            item["arguments"] += arguments
+            events.append(
+                self._emit(
+                    "response.function_call_arguments.delta",
+                    item_id=item["id"],
+                    output_index=self._items.index(item),
+                    delta=arguments,
+                )
+            )
+        return events
+
+    def feed(self, chunk: Mapping[str, Any]) -> bytes:
+        """The events for one chat chunk (possibly none)."""
+        events: list[bytes] = [] if self._ident is not None else self._start(chunk)
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                events.extend(self._text("reasoning", reasoning, None))
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                events.extend(self._text("message", delta["content"], choice.get("logprobs")))
+            for position, call in enumerate(delta.get("tool_calls") or ()):
+                if isinstance(call, dict):
+                    events.extend(self._tool_call(call, position))
+            if choice.get("finish_reason") is not None:
+                self._finish = choice["finish_reason"]
+        return b"".join(events)
+
+    def finish(self) -> bytes:
+        """The closing events: open items done, then ``response.completed`` (or ``.incomplete``)."""
+        events = [] if self._ident is not None else self._start({})
+        events.extend(self._close_open())
+        for item in self._calls.values():
+            index = self._items.index(item)
+            item["status"] = "completed"
+            events.append(
+                self._emit(
+                    "response.function_call_arguments.done",
+                    item_id=item["id"],
+                    output_index=index,
+                    name=item["name"],
+                    arguments=item["arguments"],
+                )
+            )
+            events.append(self._emit("response.output_item.done", output_index=index, item=item))
+        status, incomplete = _status(self._finish)
+        final = self._response(status, self._items, incomplete)
+        events.append(self._emit(f"response.{status}", response=final))
+        return b"".join(events)
+
+    def fail(self, message: str, code: str) -> bytes:
+        """The events ending a stream the backend broke off: ``error`` then ``response.failed``."""
+        events = [] if self._ident is not None else self._start({})
+        events.append(self._emit("error", code=code, message=message, param=None))
+        failed = self._response("failed", self._items)
+        failed["error"] = {"code": "server_error", "message": message}
+        events.append(self._emit("response.failed", response=failed))
+        return b"".join(events)

@@ -1,0 +1,23 @@
+"""Compatibility module for Agent Lightning 0.3's ``agentlightning.tracer.agentops``.
+
+Listed in docs/migrating-from-agent-lightning.md.
+
+``AgentOpsTracer`` lives in the agl-agentops plugin (``pip install agl-agentops``) and is loaded on first
+access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agl_core._compat import PluginName, module_getattr
+
+__all__ = ["AgentOpsTracer"]  # noqa: F822 (resolved by __getattr__)
+
+_NAMES: dict[str, Any] = {
+    "AgentOpsTracer": PluginName("tracer", "agentops", "agl-agentops"),
+}
+
+_DROPPED: dict[str, str] = {}
+
+__getattr__ = module_getattr("agl_core.tracer.agentops", _NAMES, _DROPPED)

@@ -1,0 +1,62 @@
+"""An OpenAI Agents SDK agent with a ``@function_tool``, run by ``Runner.run``.
+
+``api="responses"`` (the SDK's default model, ``OpenAIResponsesModel``) or ``"chat_completions"``
+(``OpenAIChatCompletionsModel``, how the SDK talks to other OpenAI-compatible servers). The SDK's own
+trace export (to the OpenAI platform) is turned off for the run. No agl import.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import math_tasks
+from agents import (
+    Agent,
+    Model,
+    OpenAIChatCompletionsModel,
+    OpenAIResponsesModel,
+    RunConfig,
+    Runner,
+    function_tool,
+)
+from openai import AsyncOpenAI
+
+
+@function_tool
+def multiply(a: int, b: int) -> int:
+    """Multiply two integers."""
+    return math_tasks.multiply(a, b)
+
+
+def build_agent(model: Model) -> Agent:
+    """The agent: short instructions and the multiply tool."""
+    return Agent(
+        name="calculator",
+        instructions="Use the multiply tool, then state the result.",
+        tools=[multiply],
+        model=model,
+    )
+
+
+async def answer_question(
+    question: str,
+    *,
+    model: str,
+    base_url: str,
+    api_key: str,
+    api: Literal["responses", "chat_completions"] = "responses",
+) -> str:
+    """Run the agent on ``question`` and return its final output."""
+    client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=1)
+    llm: Model = (
+        OpenAIResponsesModel(model=model, openai_client=client)
+        if api == "responses"
+        else OpenAIChatCompletionsModel(model=model, openai_client=client)
+    )
+    try:
+        result = await Runner.run(
+            build_agent(llm), question, max_turns=4, run_config=RunConfig(tracing_disabled=True)
+        )
+    finally:
+        await client.close()
+    return str(result.final_output)

@@ -1,0 +1,31 @@
+"""The fake model's policy for the example agents: call ``multiply`` on the question's numbers, then answer.
+
+It reads an OpenAI chat-completions request (what ``FakeOpenAIServer`` hands its script). A request whose
+last message is a tool result gets the final answer; any other request gets one ``multiply`` tool call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agl_core.testing.fake_openai import Reply, ToolCall
+
+_NUMBERS = re.compile(r"-?\d+")
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content or "")
+
+
+def calculator_model(request: dict[str, Any]) -> Reply:
+    """Reply to one chat request: a tool call for a new question, the tool's result as the final answer."""
+    last = request["messages"][-1]
+    if last.get("role") == "tool":
+        return Reply(content=f"The answer is {_text(last.get('content')).strip()}.")
+    numbers = [int(n) for n in _NUMBERS.findall(_text(last.get("content")))]
+    if len(numbers) < 2:
+        return Reply(content="Please ask me to multiply two numbers.")
+    return Reply(tool_calls=[ToolCall("multiply", {"a": numbers[0], "b": numbers[1]})])

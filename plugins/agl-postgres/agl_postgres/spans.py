@@ -1,0 +1,353 @@
+"""Spans and span sequence ids of `PostgresLightningStore`.
+
+`add_span` is one compare-and-set statement (the span, its attempt's heartbeat and the rollout's
+status move together, or not at all); `add_many_spans` is one transaction that locks the touched
+rollouts in a fixed order. Sequence ids come from per-rollout counter rows, raised with row-level
+upserts (never a table lock), and always above every stored span's id. Decoded spans are cached by
+row id (`SpanCache`): a stored span never changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agl_core.store import AttemptNotFoundError, RolloutNotFoundError, logic
+from agl_core.types import PaginatedResult, Span
+from agl_core.types.tracer import STORED_SPAN_CONTEXT
+from agl_postgres.query import Column, limit_clause, order_by, page_total, where
+from agl_postgres.sql import Params
+
+__all__ = [
+    "SPAN_SQL",
+    "SpanCache",
+    "add_span",
+    "add_spans",
+    "next_sequence_id",
+    "query_spans",
+    "rollout_spans",
+    "sequence_ids",
+]
+
+SPAN_SQL: dict[str, Column] = {
+    "rollout_id": Column("rollout_id", True),
+    "attempt_id": Column("attempt_id", True),
+    "sequence_id": Column("sequence_id", False),
+    "trace_id": Column("trace_id", True, "''"),
+    "span_id": Column("span_id", True),
+    "parent_id": Column("parent_id", True, "''"),
+    "name": Column("name", True, "''"),
+    "start_time": Column("start_time", False),
+    "end_time": Column("end_time", False),
+}
+"""Span fields that can be filtered or sorted in SQL."""
+
+_SPAN_STATE = (
+    "SELECT r.ord, r.rev, r.status, r.latest_attempt_id, a.status, EXISTS (SELECT 1 FROM spans s "
+    "WHERE s.rollout_id = $1::text AND s.attempt_id = $2::text AND s.span_id = $3::text) "
+    "FROM rollouts r LEFT JOIN attempts a ON a.rollout_id = r.rollout_id AND a.attempt_id = $2::text "
+    "WHERE r.rollout_id = $1::text"
+)
+_SPAN_VALUES = (
+    "$5::text, $6::text, $7::text, $8::bigint, $9::text, $10::text, $11::text, $12::float8, $13::float8, "
+    "$14::text"
+)
+_SPAN_INSERT_COLUMNS = (
+    "rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, data"
+)
+
+
+def _span_row(span: Span, data: str) -> tuple[Any, ...]:
+    return (
+        span.rollout_id,
+        span.attempt_id,
+        span.span_id,
+        span.sequence_id,
+        span.trace_id,
+        span.parent_id,
+        span.name,
+        span.start_time,
+        span.end_time,
+        data,
+    )
+
+
+def _heartbeat_sets(
+    params: Params, rollout_status: str, attempt_status: str, is_latest: bool, now: float
+) -> tuple[str, str]:
+    """``(rollout SET extras, attempt SET)`` for a span's heartbeat (`logic.heartbeat_transition`)."""
+    new_attempt, new_rollout = logic.heartbeat_transition(rollout_status, attempt_status, is_latest=is_latest)
+    attempt_set = f"last_heartbeat_time = {params.add(now, 'float8')}"
+    if new_attempt != attempt_status:
+        attempt_set += (
+            f", status = {params.add(new_attempt, 'text')}, "
+            f"end_time = {params.add(logic.attempt_end_time_for(new_attempt, now), 'float8')}"
+        )
+    rollout_set = ""
+    if new_rollout is not None:
+        from agl_postgres.ops import rollout_status_sql
+
+        rollout_set = ", " + rollout_status_sql(params, new_rollout, now)
+    return rollout_set, attempt_set
+
+
+async def add_span(conn: Any, span: Span, data: str, now: float, retrying: bool) -> Span | None:
+    """Insert one validated span with its heartbeat; None if its key is taken (changes nothing)."""
+    rollout_id, attempt_id = span.rollout_id, span.attempt_id
+    while True:
+        state = await conn.fetchrow(_SPAN_STATE, rollout_id, attempt_id, span.span_id)
+        if state is None:
+            raise RolloutNotFoundError(rollout_id)
+        ord_, rev, rollout_status, latest_id, attempt_status, exists = state
+        if attempt_status is None:
+            raise AttemptNotFoundError(rollout_id, attempt_id)
+        if exists:
+            return span if retrying else None  # on a retry, the earlier try stored it
+        params = Params(ord_, rev, rollout_id, attempt_id, *_span_row(span, data))
+        rollout_set, attempt_set = _heartbeat_sets(
+            params, rollout_status, attempt_status, attempt_id == latest_id, now
+        )
+        row = await conn.fetchrow(
+            f"""WITH g AS (
+                UPDATE rollouts SET rev = rev + 1{rollout_set}
+                WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
+            ), s AS (
+                INSERT INTO spans ({_SPAN_INSERT_COLUMNS}) SELECT {_SPAN_VALUES} FROM g
+                ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING 1
+            ), a AS (
+                UPDATE attempts SET {attempt_set}
+                WHERE rollout_id = $3::text AND attempt_id = $4::text AND EXISTS (SELECT 1 FROM g)
+            )
+            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM s)""",
+            *params.values,
+        )
+        if row[0]:
+            return span if row[1] else None
+
+
+_LOCK_ROLLOUTS = (
+    "SELECT rollout_id, ord, status, latest_attempt_id FROM rollouts WHERE rollout_id = ANY($1::text[]) "
+    "ORDER BY ord FOR UPDATE"
+)
+_ATTEMPT_STATUSES = (
+    "SELECT a.rollout_id, a.attempt_id, a.status FROM attempts a "
+    "JOIN unnest($1::text[], $2::text[]) AS k(rollout_id, attempt_id) "
+    "ON a.rollout_id = k.rollout_id AND a.attempt_id = k.attempt_id"
+)
+_INSERT_SPANS = f"""
+INSERT INTO spans ({_SPAN_INSERT_COLUMNS})
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                     $8::float8[], $9::float8[], $10::text[])
+ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING
+RETURNING rollout_id, attempt_id, span_id
+"""
+_TOUCH_ATTEMPTS = """
+UPDATE attempts a SET last_heartbeat_time = $1::float8, status = u.status,
+    end_time = CASE WHEN u.changed THEN u.end_time ELSE a.end_time END
+FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[], $6::float8[])
+    AS u(rollout_id, attempt_id, status, changed, end_time)
+WHERE a.rollout_id = u.rollout_id AND a.attempt_id = u.attempt_id
+"""
+_TOUCH_ROLLOUTS = """
+UPDATE rollouts r SET rev = r.rev + 1, status = coalesce(u.status, r.status),
+    end_time = CASE WHEN u.status IS NULL THEN r.end_time ELSE u.end_time END,
+    queue_pos = CASE WHEN u.status IS NULL THEN r.queue_pos ELSE NULL END
+FROM unnest($1::bigint[], $2::text[], $3::float8[]) AS u(ord, status, end_time)
+WHERE r.ord = u.ord
+"""
+
+
+async def add_spans(
+    conn: Any, spans: Sequence[Span], datas: Sequence[str], now: float, retrying: bool
+) -> list[Span]:
+    """Insert validated spans in one transaction; return those inserted (duplicates skipped), in order.
+
+    Every span's rollout and attempt must exist (checked under lock, before anything is written); each
+    attempt that received a span gets one heartbeat. On a retry after a lost acknowledgement, spans
+    already stored count as inserted (the earlier try committed the whole batch or nothing).
+    """
+    async with conn.transaction():
+        rollout_ids = list(dict.fromkeys(span.rollout_id for span in spans))
+        locked = {row[0]: row for row in await conn.fetch(_LOCK_ROLLOUTS, rollout_ids)}
+        for rid in rollout_ids:
+            if rid not in locked:
+                raise RolloutNotFoundError(rid)
+        pairs = list(dict.fromkeys((span.rollout_id, span.attempt_id) for span in spans))
+        found = {
+            (row[0], row[1]): row[2]
+            for row in await conn.fetch(_ATTEMPT_STATUSES, [p[0] for p in pairs], [p[1] for p in pairs])
+        }
+        for pair in pairs:
+            if pair not in found:
+                raise AttemptNotFoundError(*pair)
+        rows = [_span_row(span, data) for span, data in zip(spans, datas, strict=True)]
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        stored = {(r[0], r[1], r[2]) for r in await conn.fetch(_INSERT_SPANS, *columns)}
+        inserted: list[Span] = []
+        seen: set[tuple[str, str, str]] = set()
+        for span in spans:
+            key = (span.rollout_id, span.attempt_id, span.span_id)
+            if key in seen:
+                continue
+            seen.add(key)
+            if key in stored or retrying:
+                inserted.append(span)
+        touched = {
+            (span.rollout_id, span.attempt_id)
+            for span in inserted
+            if (span.rollout_id, span.attempt_id, span.span_id) in stored
+        }
+        if not touched:
+            return inserted
+        attempt_cols: list[list[Any]] = [[], [], [], [], []]
+        rollout_moves: dict[str, tuple[str | None, float | None]] = {}
+        for rid, aid in pairs:
+            if (rid, aid) not in touched:
+                continue
+            _, _, r_status, latest_id = locked[rid]
+            a_status = found[(rid, aid)]
+            current = rollout_moves.get(rid, (None, None))[0] or r_status
+            new_attempt, new_rollout = logic.heartbeat_transition(
+                current, a_status, is_latest=aid == latest_id
+            )
+            for column, value in zip(
+                attempt_cols,
+                (
+                    rid,
+                    aid,
+                    new_attempt,
+                    new_attempt != a_status,
+                    logic.attempt_end_time_for(new_attempt, now),
+                ),
+                strict=True,
+            ):
+                column.append(value)
+            if new_rollout is not None:
+                rollout_moves[rid] = (new_rollout, logic.rollout_end_time_for(new_rollout, now))
+            else:
+                rollout_moves.setdefault(rid, (None, None))
+        await conn.execute(_TOUCH_ATTEMPTS, now, *attempt_cols)
+        ords = [locked[rid][1] for rid in rollout_moves]
+        await conn.execute(
+            _TOUCH_ROLLOUTS,
+            ords,
+            [m[0] for m in rollout_moves.values()],
+            [m[1] for m in rollout_moves.values()],
+        )
+    return inserted
+
+
+# ---------------------------------------------------------------------------------------------- sequence ids
+
+_NEXT_ID = """
+INSERT INTO span_counters AS c (rollout_id, value, step)
+VALUES ($1::text, coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = $1::text), 0) + 1, 1)
+ON CONFLICT (rollout_id) DO UPDATE SET value = greatest(c.value + 1, EXCLUDED.value), step = 1
+RETURNING value
+"""
+_NEXT_IDS = """
+INSERT INTO span_counters AS c (rollout_id, value, step)
+SELECT u.rollout_id,
+    coalesce((SELECT max(sequence_id) FROM spans s WHERE s.rollout_id = u.rollout_id), 0) + u.n, u.n
+FROM unnest($1::text[], $2::int[]) AS u(rollout_id, n) ORDER BY u.rollout_id
+ON CONFLICT (rollout_id) DO UPDATE
+    SET value = greatest(c.value + EXCLUDED.step, EXCLUDED.value), step = EXCLUDED.step
+RETURNING rollout_id, value
+"""
+
+
+async def next_sequence_id(conn: Any, rollout_id: str) -> int:
+    """Issue the next sequence id of `rollout_id` (one upsert of its counter row)."""
+    return int(await conn.fetchval(_NEXT_ID, rollout_id))
+
+
+async def sequence_ids(conn: Any, rollout_ids: Sequence[str]) -> list[int]:
+    """Issue one sequence id per entry of `rollout_ids`, consecutive per rollout in input order."""
+    counts: dict[str, int] = {}
+    for rid in rollout_ids:
+        counts[rid] = counts.get(rid, 0) + 1
+    rows = await conn.fetch(_NEXT_IDS, list(counts), list(counts.values()))
+    next_id = {row[0]: int(row[1]) - counts[row[0]] + 1 for row in rows}
+    issued = []
+    for rid in rollout_ids:
+        issued.append(next_id[rid])
+        next_id[rid] += 1
+    return issued
+
+
+# ---------------------------------------------------------------------------------------------- queries
+
+
+class SpanCache:
+    """Decoded spans by row id, so repeated queries neither re-read nor re-validate the same JSON.
+
+    Stored spans never change or get deleted, so a row id always names the same span. Bounded
+    (oldest entries go first). Like the other stores, queries return these shared objects: treat
+    returned spans as read-only.
+    """
+
+    __slots__ = ("_items", "_size")
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._items: dict[int, Span] = {}
+        self._size = size
+
+    async def get(self, conn: Any, row_ids: Sequence[int]) -> list[Span]:
+        """The spans of `row_ids`, in order; the JSON of those not cached yet is read through `conn`."""
+        items = self._items
+        missing = [row_id for row_id in row_ids if row_id not in items]
+        if missing:
+            rows = await conn.fetch("SELECT ord, data FROM spans WHERE ord = ANY($1::bigint[])", missing)
+            excess = len(items) + len(rows) - self._size
+            if excess > 0:
+                for old in list(items)[:excess]:
+                    del items[old]
+            found = {row[0]: Span.model_validate_json(row[1], context=STORED_SPAN_CONTEXT) for row in rows}
+            items.update(found)
+            return [items.get(row_id) or found[row_id] for row_id in row_ids]
+        return [items[row_id] for row_id in row_ids]
+
+
+async def rollout_spans(conn: Any, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
+    """Every span of `rollout_id` by sequence id then insertion: `query_spans` with its defaults."""
+    rows = await conn.fetch(
+        "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", rollout_id
+    )
+    items = await cache.get(conn, [row[0] for row in rows])
+    return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
+
+
+async def query_spans(
+    conn: Any,
+    cache: SpanCache,
+    rollout_id: str,
+    attempt_id: str | None,
+    normalized: logic.NormalizedFilter,
+    sort_by: str | None,
+    sort_order: str,
+    limit: int,
+    offset: int,
+) -> PaginatedResult[Span]:
+    """Spans of one rollout (through its index), filtered, sorted and paged."""
+    if attempt_id == "latest":
+        latest = await conn.fetchval(
+            "SELECT latest_attempt_id FROM rollouts WHERE rollout_id = $1::text", rollout_id
+        )
+        if latest is None:
+            return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
+        normalized = logic.NormalizedFilter(
+            normalized.conditions,
+            (*normalized.must, logic.FilterCondition("attempt_id", "exact", latest)),
+            normalized.aggregate,
+        )
+    params: list[Any] = []
+    condition = where(normalized, SPAN_SQL, params)
+    order = order_by(sort_by, sort_order, Span, SPAN_SQL, "ord")
+    count_params = list(params)
+    page = limit_clause(limit, offset, params)
+    rows = await conn.fetch(f"SELECT ord FROM spans WHERE {condition} ORDER BY {order} {page}", *params)
+    row_ids = [row[0] for row in rows]
+    total = page_total(row_ids, limit, offset)
+    if total is None:
+        total = await conn.fetchval(f"SELECT count(*) FROM spans WHERE {condition}", *count_params)
+    return PaginatedResult(items=await cache.get(conn, row_ids), limit=limit, offset=offset, total=total)

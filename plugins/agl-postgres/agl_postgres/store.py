@@ -1,0 +1,597 @@
+"""`PostgresLightningStore`: the `LightningStore` contract on PostgreSQL (``postgresql://`` URIs).
+
+Any number of processes on any number of machines share one store through the database. Every state
+change is atomic in PostgreSQL (one statement, or one transaction for span batches), so a dropped
+connection or a killed client never leaves half a change, and nothing is acknowledged before it is
+committed. See `agl_postgres.ops` for how claims, updates and the watchdog stay correct under
+concurrency, `agl_postgres.connection` for pools and retries and `agl_postgres.schema` for the layout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+from agl_core.store import (
+    UNSET,
+    InvalidRequestError,
+    InvalidSpanError,
+    LightningStore,
+    LightningStoreCapabilities,
+    LightningStoreStatistics,
+    Unset,
+    logic,
+)
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    AttemptStatus,
+    EnqueueRolloutRequest,
+    NamedResources,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    RolloutConfig,
+    RolloutMode,
+    RolloutStatus,
+    Span,
+    Worker,
+    WorkerStatus,
+)
+from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_postgres import ops, reads, resources, spans
+from agl_postgres.codec import check_id, config_columns, dump_json, dump_resources, metadata_json
+from agl_postgres.connection import Call, PostgresConnection
+from agl_postgres.uri import parse_postgres_uri
+
+__all__ = ["PostgresLightningStore"]
+
+_POLL_START = 0.05
+_POLL_MAX = 1.0
+
+
+class PostgresLightningStore(LightningStore):
+    """A `LightningStore` in a PostgreSQL schema, shared by any number of processes and machines.
+
+    Args:
+        uri: ``postgresql://user:password@host:port/database`` (or ``postgres://``); the query may carry
+            the store options below and any libpq-style option the driver understands (``sslmode``...).
+        clock: "Now" for every stored timestamp and the watchdog (see `LightningStore`).
+        scan_debounce_seconds: Minimum seconds between two watchdog scans of this store (0: before
+            every guarded call).
+        schema: PostgreSQL schema holding the store (default ``agl``): one per deployment.
+        pool_min_size / pool_max_size: Connections kept per event loop (default 1 / 10).
+        connect_timeout: Seconds to open one connection (default 10).
+        command_timeout: Seconds one statement may run (default 60).
+        acquire_timeout: Seconds a call waits for a free pooled connection (default 60).
+        retry_timeout: Seconds a call keeps retrying while the server is unreachable before raising
+            `agl_postgres.StoreUnavailableError` (default 30).
+
+    Keyword arguments win over the URI query. Nothing connects until the first call, which applies any
+    pending schema migration.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        scan_debounce_seconds: float = 10.0,
+        schema: str | None = None,
+        pool_min_size: int | None = None,
+        pool_max_size: int | None = None,
+        connect_timeout: float | None = None,
+        command_timeout: float | None = None,
+        acquire_timeout: float | None = None,
+        retry_timeout: float | None = None,
+    ) -> None:
+        super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
+        settings = parse_postgres_uri(
+            uri,
+            {
+                "schema": schema,
+                "pool_min_size": pool_min_size,
+                "pool_max_size": pool_max_size,
+                "connect_timeout": connect_timeout,
+                "command_timeout": command_timeout,
+                "acquire_timeout": acquire_timeout,
+                "retry_timeout": retry_timeout,
+            },
+        )
+        self.uri: str = settings.display_uri
+        """The store URI with its password hidden."""
+        self.schema: str = settings.options["schema"]
+        """The PostgreSQL schema holding the store."""
+        self.options: dict[str, Any] = dict(settings.options)
+        """The effective store options (pool sizes, timeouts, schema)."""
+        self._db = PostgresConnection(settings)
+        self._span_cache = spans.SpanCache()
+
+    @classmethod
+    def from_uri(cls, uri: str, **kwargs: Any) -> PostgresLightningStore:
+        """Open ``postgresql://...`` or ``postgres://...``; keyword arguments go to the constructor."""
+        return cls(uri, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r}, schema={self.schema!r})"
+
+    @property
+    def connection_retries(self) -> int:
+        """Calls retried after a lost connection, a deadlock or a serialization failure."""
+        return self._db.retries
+
+    async def close(self) -> None:
+        """Close every connection pool of this store. Idempotent."""
+        if not self._db.closed:
+            await self._db.close()
+
+    @property
+    def capabilities(self) -> LightningStoreCapabilities:
+        """Thread-safe, async-safe and shared by every process and machine (``zero_copy``)."""
+        return LightningStoreCapabilities(
+            thread_safe=True, async_safe=True, zero_copy=True, otlp_traces=False
+        )
+
+    async def _run(self, call: Call[Any], guarded: bool = False) -> Any:
+        if guarded and self._watchdog_due():
+            await self._db.run(lambda conn, retrying: ops.scan(conn, self.clock()))
+        return await self._db.run(call)
+
+    async def statistics(self) -> LightningStoreStatistics:
+        """Counts, uptime and ``database_bytes`` (the size of the schema's tables with their indexes)."""
+        r, a, s, res, w, size = await self._run(lambda conn, retrying: reads.counts(conn))
+        return LightningStoreStatistics(
+            name=type(self).__name__,
+            total_rollouts=r,
+            total_attempts=a,
+            total_spans=s,
+            total_resources=res,
+            total_workers=w,
+            uptime=self._uptime(),
+            database_bytes=size,
+        )
+
+    # ------------------------------------------------------------------ rollouts and attempts
+
+    @staticmethod
+    def _new_rollout(
+        input: Any, mode: object, resources_id: object, config: object, metadata: object
+    ) -> ops.NewRollout:
+        return ops.NewRollout(
+            dump_json("input", input),
+            logic.validate_mode(mode),
+            logic.check_optional_str("resources_id", resources_id),
+            *config_columns(config),
+            metadata_json("metadata", metadata),
+        )
+
+    async def start_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+        worker_id: str | None = None,
+    ) -> AttemptedRollout:
+        """See `LightningStore.start_rollout`."""
+        item = self._new_rollout(input, mode, resources_id, config, metadata)
+        worker = logic.check_optional_str("worker_id", worker_id)
+        ids = [logic.new_rollout_id(), logic.new_attempt_id()]
+        now = self.clock()
+        return await self._run(
+            lambda conn, retrying: ops.start_rollout(conn, item, ids, worker, now, retrying), True
+        )
+
+    async def enqueue_rollout(
+        self,
+        input: Any,
+        mode: RolloutMode | None = None,
+        resources_id: str | None = None,
+        config: RolloutConfig | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Rollout:
+        """See `LightningStore.enqueue_rollout`."""
+        return (await self._enqueue([self._new_rollout(input, mode, resources_id, config, metadata)]))[0]
+
+    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+        """Enqueue all requests in one statement (atomic), keeping their order."""
+        items = [
+            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+            for r in logic.check_enqueue_requests(rollouts)
+        ]
+        return await self._enqueue(items) if items else []
+
+    async def _enqueue(self, items: list[ops.NewRollout]) -> list[Rollout]:
+        ids = [logic.new_rollout_id() for _ in items]
+        now = self.clock()
+        return await self._run(lambda conn, retrying: ops.enqueue(conn, items, ids, now, retrying), True)
+
+    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
+        """See `LightningStore.dequeue_rollout`."""
+        claimed = await self._dequeue(1, worker_id)
+        return claimed[0] if claimed else None
+
+    async def dequeue_many_rollouts(
+        self, *, limit: int = 1, worker_id: str | None = None
+    ) -> Sequence[AttemptedRollout]:
+        """Claim up to `limit` rollouts in one statement (see `LightningStore.dequeue_many_rollouts`)."""
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        return await self._dequeue(limit, worker_id)
+
+    async def _dequeue(self, limit: int, worker_id: str | None) -> list[AttemptedRollout]:
+        worker = logic.check_optional_str("worker_id", worker_id)
+        if limit <= 0:
+            return []
+        token = ops.new_token()
+        now = self.clock()
+        return await self._run(
+            lambda conn, retrying: ops.dequeue(conn, limit, worker, token, now, retrying), True
+        )
+
+    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+        """See `LightningStore.start_attempt`."""
+        check_id("rollout_id", rollout_id)
+        worker = logic.check_optional_str("worker_id", worker_id)
+        return await self._run(
+            lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, self.clock()), True
+        )
+
+    async def query_rollouts(
+        self,
+        *,
+        status_in: Sequence[RolloutStatus] | None = None,
+        rollout_id_in: Sequence[str] | None = None,
+        rollout_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+        status: Sequence[RolloutStatus] | None = None,
+        rollout_ids: Sequence[str] | None = None,
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """See `LightningStore.query_rollouts`."""
+        statuses, ids = logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
+        normalized = logic.rollout_query_filter(
+            status_in=statuses,
+            rollout_id_in=ids,
+            rollout_id_contains=rollout_id_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Rollout)
+        return await self._run(
+            lambda conn, retrying: reads.query_rollouts(conn, normalized, sort_by, sort_order, limit, offset),
+            True,
+        )
+
+    async def query_attempts(
+        self,
+        rollout_id: str,
+        *,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Attempt]:
+        """See `LightningStore.query_attempts`."""
+        check_id("rollout_id", rollout_id)
+        _check_page(sort_by, sort_order, limit, offset, Attempt)
+        return await self._run(
+            lambda conn, retrying: reads.query_attempts(conn, rollout_id, sort_by, sort_order, limit, offset),
+            True,
+        )
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """See `LightningStore.get_rollout_by_id`."""
+        check_id("rollout_id", rollout_id)
+        return await self._run(lambda conn, retrying: reads.get_rollout(conn, rollout_id), True)
+
+    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """See `LightningStore.get_latest_attempt`."""
+        check_id("rollout_id", rollout_id)
+        return await self._run(lambda conn, retrying: reads.get_latest_attempt(conn, rollout_id), True)
+
+    async def update_rollout(
+        self,
+        rollout_id: str,
+        input: Any | Unset = UNSET,
+        mode: RolloutMode | Unset | None = UNSET,
+        resources_id: str | Unset | None = UNSET,
+        status: RolloutStatus | Unset = UNSET,
+        config: RolloutConfig | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Rollout:
+        """See `LightningStore.update_rollout`."""
+        check_id("rollout_id", rollout_id)
+        changes = logic.rollout_changes(
+            input,
+            mode,
+            resources_id,
+            status,
+            config,
+            metadata,
+            encode_input=lambda value: dump_json("input", value),
+            encode_config=_config_changes,
+            encode_metadata=lambda value: metadata_json("metadata", value),
+        )
+        return await self._run(
+            lambda conn, retrying: ops.update_rollout(conn, rollout_id, dict(changes), self.clock()), True
+        )
+
+    async def update_attempt(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"],
+        status: AttemptStatus | Unset = UNSET,
+        worker_id: str | Unset = UNSET,
+        last_heartbeat_time: float | Unset = UNSET,
+        metadata: dict[str, Any] | Unset | None = UNSET,
+    ) -> Attempt:
+        """See `LightningStore.update_attempt`."""
+        check_id("rollout_id", rollout_id)
+        check_id("attempt_id", attempt_id)
+        if status is not UNSET:
+            status = logic.validate_attempt_status(status)
+        if worker_id is not UNSET:
+            worker_id = logic.check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
+        if last_heartbeat_time is not UNSET:
+            last_heartbeat_time = logic.check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
+        encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
+        return await self._run(
+            lambda conn, retrying: ops.update_attempt(
+                conn, rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded, self.clock()
+            ),
+            True,
+        )
+
+    async def wait_for_rollouts(
+        self, *, rollout_ids: list[str], timeout: float | None = None
+    ) -> list[Rollout]:
+        """See `LightningStore.wait_for_rollouts`.
+
+        Woken by ``LISTEN agl_finished`` (sent by a trigger when any client finishes a rollout), with a
+        fallback poll every 50 ms backing off to 1 s in case a notification is missed.
+        """
+        ids = logic.check_rollout_ids(rollout_ids)
+        wait = logic.check_timeout(timeout)
+        loop = asyncio.get_running_loop()
+        deadline = None if wait is None else loop.time() + wait
+        interval = _POLL_START
+        while True:
+            wake = await self._db.register_waiter()  # before reading, so no finish is missed
+            try:
+                found = await self._run(lambda conn, retrying: reads.rollouts_by_ids(conn, ids), True)
+                finished = {rid: r for rid, r in found.items() if r.status in FINISHED_ROLLOUT_STATUSES}
+                remaining = None if deadline is None else deadline - loop.time()
+                if len(finished) == len(found) or (remaining is not None and remaining <= 0):
+                    return [finished[rid] for rid in ids if rid in finished]
+                pause = interval if remaining is None else min(interval, remaining)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(wake), pause)
+            finally:
+                self._db.discard_waiter(wake)
+            interval = min(interval * 2, _POLL_MAX)
+
+    # ------------------------------------------------------------------ spans
+
+    async def add_span(self, span: Span) -> Span | None:
+        """See `LightningStore.add_span`."""
+        checked = logic.validate_span(span)
+        data = _span_json(checked)
+        return await self._run(
+            lambda conn, retrying: spans.add_span(conn, checked, data, self.clock(), retrying)
+        )
+
+    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
+        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
+        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
+            raise InvalidSpanError(
+                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
+            )
+        checked = [logic.validate_span(span) for span in spans_]
+        if not checked:
+            return []
+        datas = [_span_json(span) for span in checked]
+        return await self._run(
+            lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
+        )
+
+    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
+        """See `LightningStore.get_next_span_sequence_id`."""
+        check_id("rollout_id", rollout_id)
+        return await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))
+
+    async def get_many_span_sequence_ids(
+        self, rollout_attempt_ids: Sequence[tuple[str, str]]
+    ) -> Sequence[int]:
+        """Issue one sequence id per pair in one statement (see `LightningStore`)."""
+        rollout_ids: list[str] = []
+        for pair in rollout_attempt_ids:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
+            check_id("rollout_id", pair[0])
+            rollout_ids.append(pair[0])
+        if not rollout_ids:
+            return []
+        return await self._run(lambda conn, retrying: spans.sequence_ids(conn, rollout_ids))
+
+    async def query_spans(
+        self,
+        rollout_id: str,
+        attempt_id: str | Literal["latest"] | None = None,
+        *,
+        trace_id: str | None = None,
+        trace_id_contains: str | None = None,
+        span_id: str | None = None,
+        span_id_contains: str | None = None,
+        parent_id: str | None = None,
+        parent_id_contains: str | None = None,
+        name: str | None = None,
+        name_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        limit: int = -1,
+        offset: int = 0,
+        sort_by: str | None = "sequence_id",
+        sort_order: Literal["asc", "desc"] = "asc",
+    ) -> PaginatedResult[Span]:
+        """See `LightningStore.query_spans`."""
+        check_id("rollout_id", rollout_id)
+        cache = self._span_cache
+        filters = (
+            trace_id,
+            trace_id_contains,
+            span_id,
+            span_id_contains,
+            parent_id,
+            parent_id_contains,
+            name,
+            name_contains,
+        )
+        if (
+            attempt_id is None
+            and sort_by == "sequence_id"
+            and sort_order == "asc"
+            and limit == -1
+            and offset == 0
+            and filter_logic == "and"
+            and all(value is None for value in filters)
+        ):  # the hot call: every span of a rollout, in order
+            return await self._run(lambda conn, retrying: spans.rollout_spans(conn, cache, rollout_id), True)
+        if attempt_id is not None:
+            check_id("attempt_id", attempt_id)
+        normalized = logic.span_query_filter(
+            rollout_id,
+            None if attempt_id == "latest" else attempt_id,
+            trace_id=trace_id,
+            trace_id_contains=trace_id_contains,
+            span_id=span_id,
+            span_id_contains=span_id_contains,
+            parent_id=parent_id,
+            parent_id_contains=parent_id_contains,
+            name=name,
+            name_contains=name_contains,
+            filter_logic=filter_logic,
+        )
+        _check_page(sort_by, sort_order, limit, offset, Span)
+        return await self._run(
+            lambda conn, retrying: spans.query_spans(
+                conn, cache, rollout_id, attempt_id, normalized, sort_by, sort_order, limit, offset
+            ),
+            True,
+        )
+
+    # ------------------------------------------------------------------ resources
+
+    async def add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.add_resources`."""
+        encoded = dump_resources(resources_)
+        resources_id = logic.new_resources_id()
+        return await self._run(
+            lambda conn, retrying: resources.add_resources(
+                conn, resources_id, encoded, self.clock(), retrying
+            )
+        )
+
+    async def update_resources(self, resources_id: str, resources_: NamedResources) -> ResourcesUpdate:
+        """See `LightningStore.update_resources`."""
+        check_id("resources_id", resources_id)
+        encoded = dump_resources(resources_)
+        return await self._run(
+            lambda conn, retrying: resources.update_resources(conn, resources_id, encoded, self.clock()), True
+        )
+
+    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+        """See `LightningStore.get_resources_by_id`."""
+        check_id("resources_id", resources_id)
+        return await self._run(lambda conn, retrying: resources.get_resources(conn, resources_id))
+
+    async def get_latest_resources(self) -> ResourcesUpdate | None:
+        """See `LightningStore.get_latest_resources`."""
+        return await self._run(lambda conn, retrying: resources.get_latest_resources(conn))
+
+    async def query_resources(
+        self,
+        *,
+        resources_id: str | None = None,
+        resources_id_contains: str | None = None,
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """See `LightningStore.query_resources`."""
+        normalized = logic.resources_query_filter(
+            resources_id=resources_id, resources_id_contains=resources_id_contains
+        )
+        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
+        return await self._run(
+            lambda conn, retrying: resources.query_resources(
+                conn, normalized, sort_by, sort_order, limit, offset
+            )
+        )
+
+    # ------------------------------------------------------------------ workers
+
+    async def query_workers(
+        self,
+        *,
+        status_in: Sequence[WorkerStatus] | None = None,
+        worker_id_contains: str | None = None,
+        filter_logic: Literal["and", "or"] = "and",
+        sort_by: str | None = None,
+        sort_order: Literal["asc", "desc"] = "asc",
+        limit: int = -1,
+        offset: int = 0,
+    ) -> PaginatedResult[Worker]:
+        """See `LightningStore.query_workers`."""
+        normalized = logic.worker_query_filter(
+            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
+        )
+        _check_page(sort_by, sort_order, limit, offset, Worker)
+        return await self._run(
+            lambda conn, retrying: reads.query_workers(conn, normalized, sort_by, sort_order, limit, offset),
+            True,
+        )
+
+    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+        """See `LightningStore.get_worker_by_id`."""
+        check_id("worker_id", worker_id)
+        return await self._run(lambda conn, retrying: reads.get_worker(conn, worker_id))
+
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+        """See `LightningStore.update_worker`."""
+        check_id("worker_id", worker_id)
+        logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is sent
+        stats = UNSET if heartbeat_stats is UNSET else dump_json("heartbeat_stats", heartbeat_stats)
+
+        async def call(conn: Any, retrying: bool) -> Worker:
+            updates = logic.worker_updates_for_heartbeat(self.clock(), UNSET)
+            if stats is not UNSET:
+                updates["heartbeat_stats"] = stats
+            return await ops.update_worker(conn, worker_id, updates)
+
+        return await self._run(call)
+
+
+_SPAN_SERIALIZER = Span.__pydantic_serializer__
+
+
+def _span_json(span: Span) -> str:
+    return _SPAN_SERIALIZER.to_json(span).decode()
+
+
+def _config_changes(config: Any) -> dict[str, Any]:
+    config_json, timeout, unresponsive = config_columns(config)
+    return {"config": config_json, "timeout_seconds": timeout, "unresponsive_seconds": unresponsive}
+
+
+def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
+    logic.validate_sort_order(sort_order)
+    if sort_by is not None:
+        logic.sort_key_for(sort_by, model_type)
+    logic.validate_pagination(limit, offset)

@@ -1,0 +1,1 @@
+"""agl-ray: an execution strategy that runs agl runners as Ray actors."""

@@ -1,0 +1,126 @@
+"""0.3 names that moved to plugins say what to install; names agl dropped name their replacement."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import agl_core as agl
+from agl_core._compat import NotProvidedError
+from agl_core.plugins import PluginManager
+
+PLUGIN_NAMES = [
+    ("agl_core.algorithm.apo", "APO", "agl-apo"),
+    ("agl_core.algorithm.apo.apo", "APO", "agl-apo"),
+    ("agl_core.algorithm.verl", "VERL", "agl-verl"),
+    ("agl_core.algorithm.verl.interface", "VERL", "agl-verl"),
+    ("agl_core.tracer", "AgentOpsTracer", "agl-agentops"),
+    ("agl_core.tracer.agentops", "AgentOpsTracer", "agl-agentops"),
+    ("agl_core.store.mongo", "MongoLightningStore", "agl-mongo"),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "distribution"), PLUGIN_NAMES)
+def test_plugin_names_without_the_plugin_give_the_install_hint(
+    module: str, name: str, distribution: str, plugin_manager: PluginManager
+) -> None:
+    with pytest.raises(ImportError, match=f"pip install {distribution}"):
+        getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize(("factory", "distribution"), [("APO", "agl-apo"), ("VERL", "agl-verl")])
+def test_algorithm_package_factories_give_the_install_hint(
+    factory: str, distribution: str, plugin_manager: PluginManager
+) -> None:
+    with pytest.raises(ImportError, match=f"pip install {distribution}"):
+        getattr(agl.algorithm, factory)()
+
+
+def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: PluginManager) -> None:
+    class FakeTracer(agl.DummyTracer):
+        pass
+
+    plugin_manager.registry("tracer").add("agentops", FakeTracer)
+    from agl_core.tracer.agentops import AgentOpsTracer
+
+    assert AgentOpsTracer is FakeTracer and agl.tracer.AgentOpsTracer is FakeTracer
+
+
+DROPPED = [
+    ("agl_core.client", "AgentLightningClient", "Trainer.fit"),
+    ("agl_core.client", "DevTaskLoader", "InMemoryLightningStore"),
+    ("agl_core.server", "AgentLightningServer", "agl store serve"),
+    ("agl_core.runner", "LegacyAgentRunner", "LitAgentRunner"),
+    ("agl_core.trainer.legacy", "TrainerLegacy", "Trainer.fit"),
+    ("agl_core.store.collection_based", "CollectionBasedLightningStore", "agl_core.store.logic"),
+    ("agl_core.store.collection", "ListBasedCollection", "agl_core.store.logic"),
+    ("agl_core.utils.metrics", "PrometheusMetricsBackend", "statistics"),
+    ("agl_core.utils.server_launcher", "PythonServerLauncher", "LightningStoreServer"),
+    ("agl_core.utils.otlp", "LightningStoreOTLPExporter", "/v1/traces"),
+    ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
+    ("agl_core.instrumentation.vllm", "instrument_vllm", "LLM proxy"),
+    ("agl_core.instrumentation.agentops", "instrument_agentops", "agl-agentops"),
+    ("agl_core.execution.inter_process", "InterProcessExecutionStrategy", "'cs'"),
+]
+
+
+@pytest.mark.parametrize(("module", "name", "replacement"), DROPPED)
+def test_dropped_names_raise_naming_the_replacement(module: str, name: str, replacement: str) -> None:
+    with pytest.raises(NotProvidedError, match="migrating-from-agent-lightning") as info:
+        exec(f"from {module} import {name}", {})
+    assert replacement in str(info.value)
+
+
+def test_modules_keep_working_names_next_to_dropped_ones() -> None:
+    from agl_core.adapter.triplet import LlmProxyTraceToTriplet
+    from agl_core.emitter.annotation import OperationContext, operation
+    from agl_core.store.base import is_finished, is_queuing, is_running
+    from agl_core.store.collection import FilterOptions, PaginatedResult
+    from agl_core.trainer.init_utils import OptionalDefaults
+    from agl_core.trainer.registry import ExecutionStrategyRegistry
+    from agl_core.types.core import GenericResponse, RolloutLegacy, Task, TaskIfAny
+    from agl_core.utils.id import generate_id
+
+    assert operation is agl.operation and OperationContext is not None
+    assert LlmProxyTraceToTriplet is agl.LlmProxyTraceToTriplet
+    assert is_finished("cancelled") and is_queuing("requeuing") and is_running("preparing")
+
+    assert FilterOptions is agl.FilterOptions and PaginatedResult is agl.PaginatedResult
+    assert Task is agl.Task and TaskIfAny is agl.TaskIfAny and RolloutLegacy is agl.RolloutLegacy
+    assert GenericResponse(message="ok").status == "success"
+    assert OptionalDefaults is not None
+    strategy_path = ExecutionStrategyRegistry["cs"]
+    module, _, cls = strategy_path.rpartition(".")
+    assert getattr(importlib.import_module(module), cls) is agl.ClientServerExecutionStrategy
+    ids = {generate_id(12) for _ in range(50)}
+    assert len(ids) == 50 and all(len(i) == 12 and int(i, 16) >= 0 for i in ids)
+
+
+def test_star_import_of_the_package_works() -> None:
+    namespace: dict[str, object] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec("from agl_core import *", namespace)
+    assert "setup_logging" in namespace and "AgentLightningClient" not in namespace
+
+
+def test_deprecated_reward_module_warns_and_keeps_the_decorator() -> None:
+    code = (
+        "import warnings, agl_core as agl\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import agl_core.reward as legacy\n"
+        "assert any('agl_core.reward is deprecated' in str(w.message) for w in caught), caught\n"
+        "assert legacy.emit_reward is agl.emit_reward\n"
+        "@agl.reward\n"
+        "def score(x):\n"
+        "    return float(x)\n"
+        "print(callable(score))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
