@@ -133,7 +133,8 @@ def test_interrupted_export_resumes_without_duplicates(
     uri, ids = store_file
     out = tmp_path / "sft.jsonl"
     cli = build_cli(PluginManager(strict=False))
-    first = CliRunner().invoke(cli, ["store", "export", str(out), "--store", uri])
+    # AGL_DEBUG: let the stand-in for Ctrl-C escape instead of becoming agl's one-line internal error
+    first = CliRunner().invoke(cli, ["store", "export", str(out), "--store", uri], env={"AGL_DEBUG": "1"})
     assert isinstance(first.exception, Interrupt)
     assert [r["rollout_id"] for r in json_lines(out.read_text())] == ids[:3]
     with out.open("a") as f:
