@@ -111,7 +111,8 @@ bench-ray: .venv-agl-ray/.installed
 	@touch $@
 
 test-dashboard: .venv-dashboard/.installed
-	AGL_DASHBOARD_BROWSER=required .venv-dashboard/bin/python -m pytest -q tests/dashboard/browser tests/cli -k "browser or parquet"
+	AGL_DASHBOARD_BROWSER=required .venv-dashboard/bin/python -m pytest -q tests/dashboard/browser
+	.venv-dashboard/bin/python -m pytest -q tests/cli -k parquet  # own run: Playwright holds the event loop
 
 # Refresh the screenshots in docs/dashboard (the browser tests save one per view).
 dashboard-screenshots: .venv-dashboard/.installed

@@ -139,6 +139,12 @@ def agl_register_strategies(registry: Registry[Any]) -> None:
 
     Users then pick it by name: ``Trainer(strategy="ray")`` or
     ``Trainer(strategy={"type": "ray", "n_runners": 8})``. The core's ``shm`` and ``cs`` register here too.
+
+    The target builds an :class:`~agl_core.execution.ExecutionStrategy`; the trainer passes
+    ``n_runners`` (and ``server_port``) when the constructor accepts them. ``agl runner --strategy NAME``
+    builds it with ``role="runner"``, ``store_uri``, ``n_runners``, ``first_worker_id``,
+    ``graceful_timeout`` (and ``address`` when given), so a strategy that accepts those can place runners
+    without a training driver.
     """
 
 

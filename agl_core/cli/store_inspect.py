@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import click
 
@@ -32,26 +29,19 @@ store_option = click.option(
 def open_store_for_reading(uri: str) -> LightningStore:
     """Open the store at ``uri`` for the inspection commands, which only ever read from it.
 
-    A SQLite file must already exist (the commands never create an empty store by mistake). HTTP stores
-    send ``$AGL_STORE_TOKEN`` as the bearer token. This is the one place the inspection commands open a
-    store, so a stricter read-only open (SQLite ``mode=ro``) plugs in here.
+    `agl_core.store.uri.open_store_for_reading` does the work: a SQLite file must exist and is opened
+    read-only (``mode=ro``), an HTTP store sends ``$AGL_STORE_TOKEN`` and gets one quick try.
 
     Raises:
-        click.UsageError: the URI names a SQLite file that does not exist.
+        click.UsageError: the URI names a SQLite file that does not exist or cannot be opened.
     """
-    from agl_core.store import open_store
+    from agl_core.store.errors import StoreOpenError
+    from agl_core.store.uri import open_store_for_reading as open_for_reading
 
-    parsed = urlparse(uri)
-    if parsed.scheme == "sqlite":
-        path = Path(uri[len("sqlite:///") :] if uri.startswith("sqlite:///") else parsed.path)
-        if str(path) not in ("", ":memory:") and not path.is_file():
-            raise click.UsageError(
-                f"No store file at {path} (from --store {uri}). Check the path; sqlite:///relative.db and "
-                "sqlite:////absolute.db are both accepted."
-            )
-    if parsed.scheme in ("http", "https"):
-        return open_store(uri, token=os.environ.get("AGL_STORE_TOKEN") or None)
-    return open_store(uri)
+    try:
+        return open_for_reading(uri)
+    except StoreOpenError as exc:
+        raise click.UsageError(f"Cannot open --store {uri}: {exc}") from None
 
 
 async def iter_rollouts(

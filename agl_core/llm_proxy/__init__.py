@@ -1,9 +1,11 @@
 """The agl LLM proxy: an OpenAI-compatible gateway on aiohttp that records exact token ids per rollout.
 
-Agents send OpenAI requests to ``<endpoint>/rollout/{rollout_id}/attempt/{attempt_id}/v1/...`` (what
-``ProxyLLM.get_base_url`` builds); the proxy forwards them to the model's backends (vLLM-style servers or
-in-process samplers), answers with the backend's response unchanged, and records one
-``agl.llm_proxy.request`` span per request in the store. See ``docs/llm-proxy.md``.
+Agents send OpenAI requests (chat completions, completions, Responses) or Anthropic Messages requests to
+``<endpoint>/rollout/{rollout_id}/attempt/{attempt_id}/v1/...`` (what ``ProxyLLM.get_base_url``
+builds); the proxy forwards them to the model's backends (vLLM-style servers or in-process samplers),
+answers chat and completions with the backend's response unchanged, translates Responses and Messages
+to and from chat completions, and records one ``agl.llm_proxy.request`` span per request in the store.
+See ``docs/llm-proxy.md``.
 """
 
 from agl_core.llm_proxy.backends import (
@@ -17,11 +19,13 @@ from agl_core.llm_proxy.backends import (
 )
 from agl_core.llm_proxy.errors import BackendConfigError, ProxyHTTPError
 from agl_core.llm_proxy.proxy import LLMProxy
-from agl_core.llm_proxy.recording import SPAN_NAME
+from agl_core.llm_proxy.recording import CLIENT_API, SPAN_NAME, TOKEN_IDS_MISSING
 from agl_core.llm_proxy.stats import ProxyStats
 
 __all__ = [
+    "CLIENT_API",
     "SPAN_NAME",
+    "TOKEN_IDS_MISSING",
     "WILDCARD_MODEL",
     "BackendConfigError",
     "BackendsSpec",

@@ -36,11 +36,18 @@ def _stdlib_loads(data: bytes | str) -> Any:
 def too_deep(raw: bytes, value: Any) -> bool:
     """Whether ``value`` (parsed from ``raw``) nests deeper than :data:`MAX_DEPTH`.
 
-    Costs two byte counts for ordinary bodies; only a body with more than ``MAX_DEPTH`` brackets is
-    walked (iteratively, so any depth is safe to check).
+    Costs two byte counts for ordinary bodies; a body with more than ``MAX_DEPTH`` brackets is re-encoded
+    by orjson (whose limit is the same) or, without orjson, walked iteratively.
     """
     if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
+    if _orjson is not None:
+        try:
+            _orjson.dumps(value, option=_orjson.OPT_NON_STR_KEYS)
+            return False
+        except TypeError as exc:  # orjson.JSONEncodeError
+            if "ecursion" in str(exc):
+                return True  # otherwise (integers beyond 64 bits) walk
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()

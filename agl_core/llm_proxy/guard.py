@@ -42,11 +42,15 @@ class RequestGuard:
             host) that requests may carry in ``Host``; ``"*"`` accepts any.
         origins: Browser origins (``"https://app.example.com"``) allowed to call the proxy; ``"*"``
             allows any origin (answered ``Access-Control-Allow-Origin: *``, never with credentials).
+        check_host: Whether to check ``Host`` at all. The proxy turns it off when it requires a token:
+            a rebinding page cannot know the token, and agents may then use any name.
     """
 
-    def __init__(self, hosts: Iterable[str] = (), origins: Iterable[str] = ()) -> None:
+    def __init__(
+        self, hosts: Iterable[str] = (), origins: Iterable[str] = (), check_host: bool = True
+    ) -> None:
         hosts = {h.lower().rstrip(".") for h in hosts}
-        self.any_host = "*" in hosts
+        self.any_host = "*" in hosts or not check_host
         self._hosts = hosts | _machine_names()
         self._origins = {o.rstrip("/") for o in origins}
         self.any_origin = "*" in self._origins

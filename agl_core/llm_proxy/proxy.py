@@ -75,8 +75,9 @@ class LLMProxy:
         max_pending_spans: Spans queued for the store at most; beyond that they are dropped and counted.
         flush_timeout: Seconds :meth:`stop` waits for queued spans to reach the store.
         shutdown_timeout: Seconds :meth:`stop` waits for in-flight requests.
-        allowed_hosts: Extra ``Host`` names requests may use (IP addresses, ``localhost`` and this
-            machine's names always work); ``["*"]`` turns the DNS-rebinding check off.
+        allowed_hosts: Without a ``token``, extra ``Host`` names requests may use (IP addresses,
+            ``localhost``, this machine's names, ``host`` and ``access_host`` always work); ``["*"]``
+            turns this DNS-rebinding check off. With a token any name is accepted.
         allowed_origins: Browser origins allowed to call the proxy (none by default: requests with an
             ``Origin`` header are refused); ``["*"]`` allows any, without credentials.
     """
@@ -134,7 +135,9 @@ class LLMProxy:
         self._max_connections = max_connections
         self._flush_timeout = flush_timeout
         self._shutdown_timeout = shutdown_timeout
-        self._guard = RequestGuard(allowed_hosts, allowed_origins)
+        self._guard = RequestGuard(
+            [*allowed_hosts, host, access_host or host], allowed_origins, check_host=token is None
+        )
         self._stats = ProxyStats()
         self._recorder = SpanRecorder(
             self.get_store,

@@ -4,9 +4,10 @@ Requests: ``instructions`` becomes a system message; ``input`` items become chat
 items with text and image parts, ``function_call`` items as the assistant's ``tool_calls`` — consecutive
 calls form one parallel turn — and ``function_call_output`` items as ``tool`` messages; ``reasoning``
 items are dropped); function tools, ``tool_choice``, ``parallel_tool_calls``, ``max_output_tokens``,
-sampling parameters, logprobs (``include: ["message.output_text.logprobs"]``) and ``text.format`` map to
-their chat equivalents. What a stateless translation cannot honour (``previous_response_id``,
-``conversation``, hosted tools such as ``web_search``) is refused with a 400 that says so.
+sampling parameters, ``reasoning.effort``, logprobs (``include: ["message.output_text.logprobs"]``) and
+``text.format`` map to their chat equivalents. What a stateless translation cannot honour
+(``previous_response_id``, ``conversation``, hosted tools such as ``web_search``) is refused with a 400
+that says so.
 
 Responses: reasoning, text and tool calls become ``reasoning``, ``message`` and ``function_call`` output
 items; ``finish_reason: length`` becomes ``status: "incomplete"``; usage is renamed. Streams are
@@ -209,6 +210,9 @@ def responses_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
         chat["logprobs"] = True
         if payload.get("top_logprobs"):
             chat["top_logprobs"] = payload["top_logprobs"]
+    reasoning = payload.get("reasoning")
+    if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
+        chat["reasoning_effort"] = reasoning["effort"]
     response_format = _response_format(payload.get("text"))
     if response_format is not None:
         chat["response_format"] = response_format

@@ -190,7 +190,10 @@ async def _buffered(
     _note(exchange, result)
     if result.status >= 400:
         raise _error_of(result)
-    return _parse(result.body, result.replica)
+    chat = _parse(result.body, result.replica)
+    if exchange is not None:
+        exchange.response = chat  # recorded from this parse (read-only from here on)
+    return chat
 
 
 async def _chunks(

@@ -78,7 +78,7 @@ def test_missing_sqlite_file_is_a_usage_error_and_not_created(tmp_path: Path) ->
     result = CliRunner().invoke(
         build_cli(PluginManager(strict=False)), ["store", "ls", "rollouts", "--store", f"sqlite:///{missing}"]
     )
-    assert result.exit_code == 2 and "No store file" in result.output
+    assert result.exit_code == 2 and "nope.db" in result.output
     assert not missing.exists()
 
 
@@ -106,8 +106,8 @@ def test_export_triplets(store_file: tuple[str, list[str]], tmp_path: Path) -> N
     assert records[2]["reward"] == pytest.approx(2 / 6)
 
 
-class Interrupt(Exception):
-    """Stands for Ctrl-C in the middle of an export."""
+class Interrupt(KeyboardInterrupt):
+    """Ctrl-C in the middle of an export."""
 
 
 @pytest.fixture
@@ -133,9 +133,8 @@ def test_interrupted_export_resumes_without_duplicates(
     uri, ids = store_file
     out = tmp_path / "sft.jsonl"
     cli = build_cli(PluginManager(strict=False))
-    # AGL_DEBUG: let the stand-in for Ctrl-C escape instead of becoming agl's one-line internal error
-    first = CliRunner().invoke(cli, ["store", "export", str(out), "--store", uri], env={"AGL_DEBUG": "1"})
-    assert isinstance(first.exception, Interrupt)
+    first = CliRunner().invoke(cli, ["store", "export", str(out), "--store", uri])
+    assert first.exit_code != 0
     assert [r["rollout_id"] for r in json_lines(out.read_text())] == ids[:3]
     with out.open("a") as f:
         f.write('{"half-written')  # a torn line after the last saved progress is dropped on resume

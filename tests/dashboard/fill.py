@@ -11,6 +11,7 @@ import agl_core as agl
 from agl_core.store import LightningStore, open_store
 from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.testing.store_conformance import make_span
+from agl_core.types import Event, TraceStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS_MARK = "__agl_xss"
@@ -103,8 +104,23 @@ async def add_hostile_rollout(store: LightningStore) -> str:
             attributes={"agentlightning.reward.0.name": HOSTILE_TEXT, "agentlightning.reward.0.value": 0.5},
         ),
     ]
+    failing = make_span(rid, aid, 4, name="tool <i>calc</i>", start_time=1.0e9 + 3)
+    spans.append(
+        failing.model_copy(
+            update={
+                "status": TraceStatus(status_code="ERROR", description=HOSTILE_TEXT),
+                "events": [
+                    Event(
+                        name="exception",
+                        attributes={"exception.type": "ValueError", "exception.message": HOSTILE_TEXT},
+                        timestamp=1.0e9 + 3.1,
+                    )
+                ],
+            }
+        )
+    )
     await store.add_many_spans(spans)
-    await store.update_attempt(rid, aid, status="succeeded")
+    await store.update_attempt(rid, aid, status="failed")
     return rid
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import anthropic
 import openai
 import pytest
+from aiohttp import web
 
 from agl_core.llm_proxy import LLMProxy
 from agl_core.llm_proxy.recording import CLIENT_API, TOKEN_IDS_MISSING
@@ -16,6 +19,7 @@ from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import (
     FakeOpenAIServer,
     FakeTokenizer,
+    Fault,
     Reply,
     Rule,
     ToolCall,
@@ -57,13 +61,14 @@ async def routed(
         yield proxy.as_resource(rollout.rollout_id, rollout.attempt_id).endpoint
 
 
-async def _spans(store: InMemoryLightningStore, rollout: Rollout) -> list[Any]:
-    for _ in range(200):  # the proxy writes spans from a background task; bounded wait
+async def _spans(store: InMemoryLightningStore, rollout: Rollout, count: int = 1) -> list[Any]:
+    """The rollout's spans once ``count`` arrived (the proxy writes them from a background task)."""
+    for _ in range(400):  # bounded wait
         spans = list(await store.query_spans(rollout.rollout_id))
-        if spans:
+        if len(spans) >= count:
             return spans
-        await __import__("asyncio").sleep(0.05)
-    raise AssertionError("no span was recorded")
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"expected {count} span(s)")
 
 
 def _chat_requests(backend: FakeOpenAIServer) -> list[dict[str, Any]]:
@@ -130,12 +135,7 @@ async def test_responses_round_trip_with_parallel_calls_tool_results_system_and_
         {"role": "tool", "tool_call_id": "call_p", "content": "sunny"},
         {"role": "tool", "tool_call_id": "call_o", "content": "rain"},
     ]
-    spans = await _spans(store, rollout)
-    for _ in range(100):
-        if len(spans) == 2:
-            break
-        spans = list(await store.query_spans(rollout.rollout_id))
-        await __import__("asyncio").sleep(0.05)
+    spans = await _spans(store, rollout, count=2)
     span = max(spans, key=lambda s: s.sequence_id)
     attrs = span.attributes
     assert attrs[CLIENT_API] == "openai.responses" and TOKEN_IDS_MISSING not in attrs
@@ -190,8 +190,6 @@ async def test_responses_errors_come_back_typed(routed: str, chat_backend: FakeO
         await openai.AsyncOpenAI(base_url=routed, api_key="wrong", max_retries=0).responses.create(
             model="m", input="x"
         )
-    from agl_core.testing.fake_openai import Fault
-
     chat_backend.fail_next(Fault(status=429, message="slow down"))
     with pytest.raises(openai.RateLimitError, match="slow down"):
         await client.responses.create(model="m", input="x")
@@ -294,8 +292,6 @@ async def test_messages_stream_is_translated_event_by_event(routed: str) -> None
 
 
 async def test_messages_errors_use_anthropic_shapes(routed: str, chat_backend: FakeOpenAIServer) -> None:
-    from agl_core.testing.fake_openai import Fault
-
     client = anthropic.AsyncAnthropic(base_url=routed.removesuffix("/v1"), api_key="tok", max_retries=0)
     with pytest.raises(anthropic.BadRequestError, match="max_tokens") as caught:
         await client.messages.create(model="m", max_tokens=0, messages=[{"role": "user", "content": "x"}])
@@ -408,3 +404,55 @@ async def test_in_process_and_non_streaming_backends_serve_translated_streams(
     assert by_backend
     failed = [s for s in spans if s.status.status_code == "ERROR"]
     assert len(failed) == 1 and "sampler crashed" in (failed[0].status.description or "")
+
+
+@pytest.mark.parametrize("route", ["/responses", "/messages"])
+async def test_a_backend_dying_mid_stream_ends_the_translated_stream_with_an_error_event(
+    store: InMemoryLightningStore, rollout: Rollout, route: str
+) -> None:
+    async def crashing_stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        chunk = {
+            "id": "s1",
+            "object": "chat.completion.chunk",
+            "model": "m",
+            "prompt_token_ids": [1, 2],
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "par"}, "token_ids": [7]}],
+        }
+        await response.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        await response.write(b'data: {"id": "s1", "choi')  # the model server dies mid-event
+        assert request.transport is not None
+        request.transport.abort()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", crashing_stream)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    body: dict[str, Any] = {"model": "m", "stream": True}
+    if route == "/responses":
+        body["input"] = "x"
+    else:
+        body.update(max_tokens=5, messages=[{"role": "user", "content": "x"}])
+    try:
+        async with (
+            LLMProxy({"m": f"http://127.0.0.1:{runner.addresses[0][1]}/v1"}, store=store) as proxy,
+            aiohttp.ClientSession() as http,
+        ):
+            url = proxy.as_resource(rollout.rollout_id, rollout.attempt_id).endpoint + route
+            async with http.post(url, json=body) as response:
+                assert response.status == 200
+                text = await response.text()
+            assert await proxy.flush(timeout=10)
+    finally:
+        await runner.cleanup()
+    kinds = [line.removeprefix("event: ") for line in text.splitlines() if line.startswith("event: ")]
+    if route == "/responses":
+        assert "response.output_text.delta" in kinds and kinds[-2:] == ["error", "response.failed"]
+    else:
+        assert "content_block_delta" in kinds and kinds[-1] == "error"
+    [span] = await store.query_spans(rollout.rollout_id)
+    assert span.status.status_code == "ERROR" and "broke off" in (span.status.description or "")
+    assert span.attributes["response_token_ids"] == [7] and span.attributes["prompt_token_ids"] == [1, 2]

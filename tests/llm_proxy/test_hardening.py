@@ -132,9 +132,16 @@ async def test_foreign_origins_and_unknown_host_names_are_refused(
         assert response.status == 200
         assert response.headers["Access-Control-Allow-Origin"] == "*"  # never the echoed origin
         assert "Access-Control-Allow-Credentials" not in response.headers
+    async with LLMProxy({"m": backend_a.base_url}, access_host="node-7.cluster") as proxy:
+        url = proxy.endpoint.replace("node-7.cluster", "127.0.0.1") + "/chat/completions"
+        async with http.post(url, json=body, headers={"Host": "node-7.cluster"}) as response:
+            assert response.status == 200  # the name agents are given is always accepted
+    async with LLMProxy({"m": backend_a.base_url}, token="tok") as proxy:
+        headers = {"Host": "proxy.compose", "Authorization": "Bearer tok"}
+        async with http.post(proxy.endpoint + "/chat/completions", json=body, headers=headers) as response:
+            assert response.status == 200  # with a token, a rebinding page cannot get in: any name works
 
 
-@pytest.mark.slow
 async def test_abandoned_requests_are_cancelled_at_the_backend() -> None:
     async with FakeOpenAIServer(latency_s=120) as backend, LLMProxy({"m": backend.base_url}) as proxy:
         url = proxy.endpoint + "/chat/completions"

@@ -112,8 +112,10 @@ def test_responses_request_translation_covers_roles_calls_formats_and_logprobs()
             "stream": True,
             "store": True,
             "metadata": {"k": "v"},
+            "reasoning": {"effort": "low", "summary": "auto"},
         }
     )
+    assert chat["reasoning_effort"] == "low"
     assert chat["messages"] == [
         {"role": "system", "content": "sys"},
         {"role": "system", "content": "dev note"},

@@ -82,3 +82,15 @@ export async function mapLimited(items, limit, fn) {
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
 }
+
+/** The newest rollouts first, in the store's creation order: `limit` of them after skipping `skip` newer
+ *  ones. The store pages in creation order (fast on any size), so this takes the slice at the end and
+ *  reverses it. Resolves to {items, total}. */
+export async function newestRollouts(filters, limit, skip = 0) {
+  const { total } = await get("/rollouts", { ...filters, limit: 1 });
+  const end = Math.max(0, total - skip);
+  const start = Math.max(0, end - limit);
+  if (end === 0) return { items: [], total };
+  const slice = await get("/rollouts", { ...filters, limit: end - start, offset: start });
+  return { items: slice.items.reverse(), total: Math.max(total, slice.total) };
+}

@@ -1,5 +1,5 @@
 // The dashboard's entry point: hash router, token prompt, live refresh loop.
-import { ApiError, get, getToken, setToken } from "./api.js";
+import { ApiError, getToken, setToken } from "./api.js";
 import { h, replace } from "./dom.js";
 import * as resources from "./views/resources.js";
 import * as rollout from "./views/rollout.js";
@@ -48,16 +48,6 @@ async function route() {
   for (const a of document.querySelectorAll("#nav a[data-view]")) {
     a.classList.toggle("active", a.dataset.view === name || (name === "rollout" && a.dataset.view === "rollouts"));
   }
-  try {
-    await get("/statistics"); // checks the token once per navigation
-  } catch (error) {
-    if (error instanceof ApiError && error.status === 401) {
-      askToken(getToken() ? "The token you gave was not accepted." : "Enter the token the server was started with.");
-      return;
-    }
-    showError(error);
-    return;
-  }
   const view = VIEWS[name];
   const container = h("div", { class: `view view-${name}` });
   replace(main, container);
@@ -66,7 +56,11 @@ async function route() {
     current = { name, view, handle };
     stamp();
   } catch (error) {
-    showError(error);
+    if (error instanceof ApiError && error.status === 401) {
+      askToken(getToken() ? "The token you gave was not accepted." : "Enter the token the server was started with.");
+    } else {
+      showError(error);
+    }
   }
 }
 

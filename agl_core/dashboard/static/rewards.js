@@ -8,6 +8,7 @@ const cache = new Map(); // rollout_id -> reward (number or null), final rollout
 async function rewardOf(rollout) {
   const id = rollout.rollout_id;
   if (cache.has(id)) return cache.get(id);
+  if (!rollout.attempt) return null; // never started: no spans yet
   let reward = null;
   for (const name of ["agentlightning.annotation", "agentlightning.reward"]) {
     const page = await get("/spans", { rollout_id: id, attempt_id: "latest", name, limit: 100 });

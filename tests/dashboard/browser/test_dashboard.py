@@ -3,6 +3,7 @@ live updates, hostile span content, a 5,000-span rollout with a 10 MB span, and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,7 @@ def test_rollouts_view_lists_sorts_filters_and_pages(watched: PageWatch, screens
     assert {"1", "0"} <= set(rewards)  # the scripted model earns both rewards
     page.locator("th[data-col=status]").click()
     expect(page.locator("th[data-col=status]")).to_have_class("sortable sorted desc")
-    page.select_option("#filter-status", ["failed"])
+    page.select_option("#filter-status", ["cancelled"])
     expect(page.locator("#rollouts-summary")).to_contain_text("0 match")
     page.select_option("#filter-status", ["succeeded"])
     expect(rows.first).to_be_visible()
@@ -52,7 +53,9 @@ def test_click_rollout_attempt_span_llm_call(watched: PageWatch, screenshot_dir:
     page = watched.page
     page.goto("/#/rollouts")
     page.fill("#filter-id", "")
-    link = page.locator("#rollouts tbody tr").filter(has_text="What is").filter(has_text="train").first
+    page.locator("#rollouts tbody[data-state=complete]").wait_for()
+    rewarded = page.locator("td.reward", has_text=re.compile(r"^1$"))  # used the calculator tool
+    link = page.locator("#rollouts tbody tr").filter(has_text="What is").filter(has=rewarded).first
     link.locator("a").click()
     expect(page.locator("#attempts .tl-row").first).to_be_visible()
     page.locator("#attempts .tl-row").first.click()
@@ -63,11 +66,13 @@ def test_click_rollout_attempt_span_llm_call(watched: PageWatch, screenshot_dir:
     expect(detail.locator(".msg.user")).to_contain_text("What is")
     expect(detail.locator(".msg.tool")).to_be_visible()  # the calculator's result, sent back to the model
     expect(detail.locator(".msg.assistant").first).to_be_visible()
+    expect(page.locator("#doctor")).to_contain_text("training triplet")
+    page.set_viewport_size({"width": 1280, "height": 1150})
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(screenshot_dir / "rollout.png"))
     detail.locator("#show-tokens").click()
     expect(detail.locator(".tokens")).to_contain_text("prompt token ids")
     expect(page.locator("#rewards")).to_contain_text("agentlightning.annotation")
-    expect(page.locator("#doctor")).to_contain_text("training triplet")
-    page.screenshot(path=str(screenshot_dir / "rollout.png"))
     assert_clean(watched)
 
 
@@ -105,7 +110,8 @@ def test_hostile_span_content_is_shown_as_text_and_never_runs(watched: PageWatch
     page = watched.page
     page.goto(f"/#/rollout/{served.ids['hostile']}")
     rows = page.locator("#span-tree .tree-row")
-    expect(rows.nth(2)).to_be_visible()
+    expect(rows.nth(3)).to_be_visible()
+    expect(page.locator("#failures")).to_contain_text("ValueError")
     for i in range(rows.count()):
         rows.nth(i).click()
         page.locator("#span-detail").wait_for()

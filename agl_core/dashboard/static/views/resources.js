@@ -1,6 +1,6 @@
 // Resources: every version, a side-by-side diff of two versions (prompt templates line by line), and
 // which recent rollouts used which version.
-import { get, getAll } from "../api.js";
+import { getAll, newestRollouts } from "../api.js";
 import { fmtTime, h, replace, routeLink } from "../dom.js";
 
 const RECENT = 1000;
@@ -47,8 +47,8 @@ function renderDiff(older, newer) {
 }
 
 export async function mount(container) {
-  const versions = await getAll("/resources", { sort_by: "version", sort_order: "asc" }, 200);
-  const recent = await get("/rollouts", { sort_by: "start_time", sort_order: "desc", limit: RECENT });
+  const versions = await getAll("/resources", { sort_by: "create_time", sort_order: "asc" }, 200);
+  const recent = await newestRollouts({}, RECENT);
   const used = new Map();
   for (const r of recent.items) {
     const key = r.resources_id ?? "(none)";
@@ -56,7 +56,7 @@ export async function mount(container) {
     used.get(key).push(r);
   }
   const pick = (id, index) => h("select", { id }, versions.map((v, i) =>
-    h("option", { value: v.resources_id, selected: i === index }, `v${v.version} · ${v.resources_id}`)));
+    h("option", { value: v.resources_id, selected: i === index }, `#${i + 1} · ${v.resources_id}`)));
   const left = pick("diff-left", Math.max(0, versions.length - 2));
   const right = pick("diff-right", versions.length - 1);
   const diffBox = h("div", {});
@@ -68,11 +68,12 @@ export async function mount(container) {
   right.addEventListener("change", showDiff);
   replace(container,
     h("h1", {}, "Resources"),
-    h("table", { id: "resources" }, h("thead", {}, h("tr", {}, ["Version", "Id", "Created", "Updated", "Resources",
+    h("table", { id: "resources" }, h("thead", {}, h("tr", {}, ["#", "Id", "Updates", "Created", "Updated", "Resources",
       `Used by (last ${recent.items.length} rollouts)`].map((t) => h("th", {}, t)))),
-    h("tbody", {}, versions.map((v) => {
+    h("tbody", {}, versions.map((v, i) => {
       const users = used.get(v.resources_id) || [];
-      return h("tr", {}, h("td", {}, `v${v.version}`), h("td", {}, v.resources_id), h("td", {}, fmtTime(v.create_time)),
+      return h("tr", {}, h("td", {}, `#${i + 1}`), h("td", {}, v.resources_id), h("td", { class: "num" }, v.version),
+        h("td", {}, fmtTime(v.create_time)),
         h("td", {}, fmtTime(v.update_time)),
         h("td", {}, Object.entries(v.resources).map(([k, r]) => `${k}: ${r.resource_type ?? "?"}`).join(", ")),
         h("td", {}, `${users.length} `, users.slice(0, 3).map((r) => [routeLink(r.rollout_id, "rollout", r.rollout_id), " "])));

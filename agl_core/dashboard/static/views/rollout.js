@@ -122,6 +122,7 @@ function virtualTree(onSelect) {
     element: box,
     set(spans) {
       rows = spanTree(spans);
+      box.style.height = `${Math.min(480, Math.max(rows.length, 1) * ROW_HEIGHT + 4)}px`;
       const starts = spans.map((s) => s.start_time).filter((t) => t);
       const ends = spans.map((s) => s.end_time ?? s.start_time).filter((t) => t);
       range = starts.length ? [Math.min(...starts), Math.max(...ends)] : [0, 1];
@@ -176,6 +177,7 @@ export async function mount(container, args) {
   const timelineBox = h("div", {});
   const doctorBox = h("div", { class: "panel" }, h("p", { class: "muted" }, "Asking agl doctor…"));
   const rewardsBox = h("div", { class: "panel", id: "rewards" });
+  const failuresBox = h("div", { id: "failures" });
   const detail = h("div", { class: "panel" }, h("p", { class: "muted" }, "Click a span to see it."));
   const spanInfo = h("p", { class: "muted", id: "span-count" });
   const tree = virtualTree((span) => replace(detail, renderSpan(span)));
@@ -189,24 +191,42 @@ export async function mount(container, args) {
     h("h2", {}, "Attempts"), timelineBox,
     h("div", { class: "grid2" },
       h("div", {}, h("h2", {}, "Spans"), spanInfo, tree.element,
-        h("h2", {}, "Rewards"), rewardsBox, h("h2", {}, "agl doctor"), doctorBox),
+        failuresBox, h("h2", {}, "Rewards"), rewardsBox, h("h2", {}, "agl doctor"), doctorBox),
       h("div", {}, h("h2", {}, "Span"), detail)));
 
+  function spanLink(span) {
+    const link = h("a", { href: "#" }, `${span.name} #${span.sequence_id}`);
+    link.addEventListener("click", (e) => {
+      e.preventDefault();
+      replace(detail, renderSpan(span));
+    });
+    return link;
+  }
+
+  function renderFailures() {
+    const failed = spans.filter((s) => spanException(s) || (s.status && s.status.status_code === "ERROR"));
+    if (!failed.length) {
+      replace(failuresBox);
+      return;
+    }
+    replace(failuresBox, h("h2", {}, "Failures"), h("div", { class: "panel" }, h("table", {}, h("tbody", {},
+      failed.map((span) => {
+        const exc = spanException(span) || {};
+        return h("tr", {}, h("td", {}, spanLink(span)), h("td", { class: "tag exc" }, exc.type ?? "ERROR"),
+          h("td", { title: exc.message ?? "" }, String(exc.message ?? span.status.description ?? "").slice(0, 200)));
+      })))));
+  }
+
   function renderRewards() {
+    renderFailures();
     const found = [];
     for (const span of spans) for (const r of spanRewards(span)) found.push([span, r]);
     if (!found.length) {
       replace(rewardsBox, h("p", { class: "muted" }, "No reward span in this attempt."));
       return;
     }
-    replace(rewardsBox, h("table", {}, h("tbody", {}, found.map(([span, r]) => {
-      const link = h("a", { href: "#" }, `${span.name} #${span.sequence_id}`);
-      link.addEventListener("click", (e) => {
-        e.preventDefault();
-        replace(detail, renderSpan(span));
-      });
-      return h("tr", {}, h("td", {}, r.name), h("td", { class: "num" }, fmtNumber(r.value)), h("td", {}, "from ", link));
-    }))));
+    replace(rewardsBox, h("table", {}, h("tbody", {}, found.map(([span, r]) =>
+      h("tr", {}, h("td", {}, r.name), h("td", { class: "num" }, fmtNumber(r.value)), h("td", {}, "from ", spanLink(span)))))));
   }
 
   async function loadSpans(reset) {

@@ -1,5 +1,5 @@
 // Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/id filters, sorting, paging).
-import { get } from "../api.js";
+import { get, newestRollouts } from "../api.js";
 import { badge, fmtDuration, fmtNumber, fmtTime, h, replace, routeLink } from "../dom.js";
 import { rewardsOf } from "../rewards.js";
 
@@ -12,7 +12,8 @@ const COLUMNS = [
 ];
 const PAGE_SIZES = [10, 25, 50, 100, 200];
 // Kept between visits of the view (module state), so going back to the list keeps the filters.
-const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "start_time", order: "desc",
+// sortBy "" keeps the store's own order (creation order, served from its primary key: fast on any size).
+const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "", order: "desc",
   offset: 0, limit: 50 };
 
 function inputText(input) {
@@ -26,6 +27,7 @@ function inputText(input) {
 
 export async function mount(container) {
   const summary = h("p", { class: "muted", id: "rollouts-summary" });
+  const orderNote = h("button", { type: "button", id: "newest-first", title: "Back to the store's order" }, "newest first");
   const tbody = h("tbody", {});
   const headRow = h("tr", {});
   const pageInfo = h("span", { class: "muted" });
@@ -72,12 +74,21 @@ export async function mount(container) {
         state.sortBy = key;
         for (const other of headRow.children) other.classList.remove("sorted", "asc", "desc");
         th.classList.add("sorted", state.order);
+        orderNote.disabled = false;
         load();
       });
     }
     headRow.appendChild(th);
   }
 
+  orderNote.disabled = !state.sortBy;
+  orderNote.addEventListener("click", () => {
+    state.sortBy = "";
+    state.order = "desc";
+    for (const other of headRow.children) other.classList.remove("sorted", "asc", "desc");
+    orderNote.disabled = true;
+    load();
+  });
   const prev = h("button", { type: "button", id: "prev" }, "← newer");
   const next = h("button", { type: "button", id: "next" }, "older →");
   prev.addEventListener("click", () => {
@@ -91,18 +102,22 @@ export async function mount(container) {
 
   replace(container,
     h("h1", {}, "Rollouts"), summary,
-    h("div", { class: "filters" }, statusSelect, modeSelect, idInput, inputInput, sizeSelect),
+    h("div", { class: "filters" }, statusSelect, modeSelect, idInput, inputInput, sizeSelect, orderNote),
     h("table", { id: "rollouts" }, h("thead", {}, headRow), tbody),
     h("div", { class: "pager" }, prev, pageInfo, next));
+
+  // Newest first unless a column is sorted (then the server sorts).
+  async function fetchPage(filters) {
+    if (!state.sortBy) return newestRollouts(filters, state.limit, state.offset);
+    return get("/rollouts", { ...filters, sort_by: state.sortBy, sort_order: state.order, limit: state.limit,
+      offset: state.offset });
+  }
 
   let generation = 0;
   async function load() {
     const mine = ++generation;
-    const params = {
-      status_in: state.status, rollout_id_contains: state.idContains, sort_by: state.sortBy,
-      sort_order: state.order, limit: state.limit, offset: state.offset,
-    };
-    const [page, stats] = await Promise.all([get("/rollouts", params), get("/statistics")]);
+    const filters = { status_in: state.status, rollout_id_contains: state.idContains };
+    const [page, stats] = await Promise.all([fetchPage(filters), get("/statistics")]);
     if (mine !== generation) return;
     total = page.total;
     let rows = page.items;
@@ -116,6 +131,7 @@ export async function mount(container) {
     prev.disabled = state.offset === 0;
     next.disabled = state.offset + state.limit >= page.total;
     const cells = [];
+    tbody.dataset.state = "rewards-loading";
     replace(tbody, rows.map((r) => {
       const attempt = r.attempt || null;
       const end = r.end_time ?? (r.status === "running" || r.status === "preparing" ? Date.now() / 1000 : null);
@@ -137,6 +153,7 @@ export async function mount(container) {
     rewards.forEach((value, i) => {
       cells[i].textContent = fmtNumber(value);
     });
+    tbody.dataset.state = "complete"; // every cell filled (tests and the first-paint bench wait for this)
   }
 
   await load();

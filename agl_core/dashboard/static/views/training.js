@@ -1,6 +1,6 @@
 // Training: reward per resource version and over time, success rate, rollouts/s and tokens, computed from
 // the most recent rollouts (so the page stays fast on a store of any size).
-import { get, mapLimited } from "../api.js";
+import { get, mapLimited, newestRollouts } from "../api.js";
 import { barChart, lineChart } from "../chart.js";
 import { fmtNumber, fmtTime, h, replace } from "../dom.js";
 import { rewardsOf } from "../rewards.js";
@@ -36,7 +36,7 @@ export async function mount(container) {
 
   async function load() {
     const [stats, recent] = await Promise.all([get("/statistics"),
-      get("/rollouts", { sort_by: "start_time", sort_order: "desc", limit: SAMPLE })]);
+      newestRollouts({}, SAMPLE)]);
     const rollouts = recent.items;
     const rewards = await rewardsOf(rollouts);
     const finished = rollouts.filter((r) => r.end_time);
