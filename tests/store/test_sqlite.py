@@ -160,13 +160,15 @@ async def test_capabilities_and_statistics(store: SqliteLightningStore) -> None:
 
 async def test_values_round_trip_as_json(store: SqliteLightningStore) -> None:
     rollout = await store.enqueue_rollout(
-        {"nested": [1, 2.5, None, True, "é"], "inf": float("inf"), "tuple": (1, 2)},
+        {"nested": [1, 2.5, None, True, "é"], "big": 1e308, "tuple": (1, 2)},
         metadata={"owner": "me"},
         config=RolloutConfig(timeout_seconds=3.5, max_attempts=2, retry_condition=["timeout"]),
     )
     stored = await store.get_rollout_by_id(rollout.rollout_id)
     assert stored == rollout
-    assert stored.input == {"nested": [1, 2.5, None, True, "é"], "inf": float("inf"), "tuple": [1, 2]}
+    assert stored.input == {"nested": [1, 2.5, None, True, "é"], "big": 1e308, "tuple": [1, 2]}
+    with pytest.raises(InvalidRequestError, match="NaN or Infinity"):  # JSON has none: refused (issue 20)
+        await store.enqueue_rollout({"inf": float("inf")})
     assert stored.config == RolloutConfig(timeout_seconds=3.5, max_attempts=2, retry_condition=["timeout"])
 
 

@@ -11,10 +11,15 @@ cannot change the store (see docs/store-http.md, "Browser safety"):
   (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a page can send
   without a preflight -- gets 415.
 * **Content-Encoding**: only ``gzip``, ``deflate`` and ``identity``; others get a JSON 415.
+
+`SlowHeaderSweeper` closes connections that have not sent a complete request head within a
+timeout (aiohttp itself waits for the first request forever), so slow-header sockets cannot pile up.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -22,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["ErrorLogLimiter", "RequestGuard"]
+__all__ = ["ErrorLogLimiter", "RequestGuard", "SlowHeaderSweeper"]
 
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -35,7 +40,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
-    return web.json_response({"error": {"type": kind, "message": message, "details": {}}}, status=status)
+    from agl_core.store.http.handlers import json_response
+
+    return json_response({"error": {"type": kind, "message": message, "details": {}}}, status)
 
 
 def _host_name(host_header: str) -> str:
@@ -65,10 +72,13 @@ class RequestGuard:
         self._any_host = "*" in extra or bind_host not in _LOOPBACK_HOSTS
         self._hosts = frozenset(_LOOPBACK_HOSTS | extra | {bind_host.lower()})
         self._origin_allowed = origin_allowed
+        self.sweeper: SlowHeaderSweeper | None = None
 
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Refuse the request when a rule is broken, else run the handler."""
+        if self.sweeper is not None:
+            self.sweeper.note(request)
         refusal = self.check(request)
         if refusal is not None:
             return refusal
@@ -149,3 +159,57 @@ class ErrorLogLimiter:
             self._seen.clear()
         self._seen[key] = (now, 0)
         self._logger.error(message, *args, exc_info=exc_info)
+
+
+class SlowHeaderSweeper:
+    """Closes connections whose first request head has not arrived within `timeout` seconds.
+
+    Args:
+        timeout: Seconds a new connection gets to send a complete request head.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        if timeout <= 0:
+            raise ValueError(f"header timeout must be > 0 seconds, got {timeout}.")
+        self.timeout = timeout
+        self.closed = 0
+        """How many connections were closed for sending their request head too slowly."""
+        self._seen: set[Any] = set()
+        self._first_seen: dict[Any, float] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def note(self, request: web.Request) -> None:
+        """A request head arrived on this connection: it is not a slow-header one."""
+        self._seen.add(request.protocol)
+
+    def start(self, server: web.Server) -> None:
+        """Start sweeping the connections of `server` (on the running loop)."""
+        self._task = asyncio.get_running_loop().create_task(self._run(server))
+
+    async def stop(self) -> None:
+        """Stop sweeping."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._seen.clear()
+        self._first_seen.clear()
+
+    async def _run(self, server: web.Server) -> None:
+        interval = min(1.0, self.timeout / 4)
+        while True:
+            await asyncio.sleep(interval)
+            self.sweep(server.connections, time.monotonic())
+
+    def sweep(self, connections: list[Any], now: float) -> None:
+        """Close the connections that have waited longer than the timeout without a request head."""
+        current = set(connections)
+        self._seen &= current
+        self._first_seen = {c: t for c, t in self._first_seen.items() if c in current}
+        for connection in current - self._seen:
+            first = self._first_seen.setdefault(connection, now)
+            if now - first >= self.timeout:
+                connection.force_close()
+                self.closed += 1
+                self._first_seen.pop(connection, None)

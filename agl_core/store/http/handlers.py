@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ from agl_core.types import NamedResources, Span
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
 _JSON = "application/json"
-_ENCODINGS = frozenset(("", "identity", "gzip", "deflate"))
+_ENCODINGS = frozenset(("", "identity", "gzip", "x-gzip", "deflate"))
 
 
 def json_response(payload: Any, status: int = 200) -> web.Response:
@@ -122,21 +123,44 @@ class StoreApi:
                 "send smaller batches (or raise --max-body-bytes)."
             )
         try:
-            if length is not None and encoding is None:
+            if length is not None:
                 # Fast path: a small body has usually arrived with the headers.
                 content = request.content
                 data = content.read_nowait(length)
                 if len(data) < length:
                     data += await content.readexactly(length - len(data))
-                return data
-            return await request.read()
+            else:
+                data = await request.read()
+            return self._inflate(data, encoding) if encoding is not None else data
         except web.HTTPRequestEntityTooLarge:
             raise PayloadTooLargeError(
                 f"Request body exceeds the server's limit of {self.max_body_bytes} bytes; send smaller "
                 "batches (or raise --max-body-bytes)."
             ) from None
         except (web.RequestPayloadError, asyncio.IncompleteReadError) as exc:
-            raise InvalidRequestError(f"The request body could not be read: {exc}.") from None
+            error = InvalidRequestError(f"The request body could not be read: {' '.join(str(exc).split())}.")
+            error.close_connection = True  # type: ignore[attr-defined]  # the parser cannot go on
+            raise error from None
+
+    def _inflate(self, data: bytes, encoding: str) -> bytes:
+        """Decompress a gzip/deflate body (the server reads bodies raw), never beyond the body limit."""
+        name = encoding.strip().lower()
+        if name in ("", "identity"):
+            return data
+        wbits = 31 if name in ("gzip", "x-gzip") else 15
+        try:
+            inflater = zlib.decompressobj(wbits)
+            out = inflater.decompress(data, self.max_body_bytes + 1)
+        except zlib.error as exc:
+            raise InvalidRequestError(
+                f"The request body is not valid {name} data ({exc}); send it uncompressed or gzip it whole."
+            ) from None
+        if len(out) > self.max_body_bytes or inflater.unconsumed_tail:
+            raise PayloadTooLargeError(
+                f"The decompressed request body exceeds the server's limit of {self.max_body_bytes} bytes; "
+                "send smaller batches (or raise --max-body-bytes)."
+            )
+        return out
 
     async def _body(self, request: web.Request, type_: Any, *, required: bool) -> Any:
         raw = await self._raw(request)

@@ -30,12 +30,15 @@ from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.errors import error_payload, status_for_exception
-from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
+from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard, SlowHeaderSweeper
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
 from agl_core.store.http.routes import ROUTES, Route
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_WAIT_SECONDS", "LightningStoreServer"]
+
+DEFAULT_HEADER_TIMEOUT_SECONDS = 30.0
+"""Seconds a new connection gets to send its first request head (see `guard.SlowHeaderSweeper`)."""
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +77,8 @@ class LightningStoreServer(DelegatingLightningStore):
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
         allowed_hosts: Host header names accepted besides the loopback ones when bound to loopback
             (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
+        header_timeout: Seconds a new connection gets to send its first request head before it is
+            closed (slow-header sockets cannot pile up).
         cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
             arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
     """
@@ -91,6 +96,7 @@ class LightningStoreServer(DelegatingLightningStore):
         idempotency_entries: int = 10_000,
         shutdown_timeout: float = 10.0,
         allowed_hosts: Sequence[str] | None = None,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT_SECONDS,
         cors_allow_origins: Sequence[str] | str | None = None,
         launch_mode: str | None = None,
         launcher_args: object = None,
@@ -119,6 +125,7 @@ class LightningStoreServer(DelegatingLightningStore):
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
         self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
+        self._guard.sweeper = self.header_sweeper = SlowHeaderSweeper(header_timeout)
         self._error_log = ErrorLogLimiter(logger)
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
@@ -242,6 +249,10 @@ class LightningStoreServer(DelegatingLightningStore):
                 else request.path,
             )
             self._error_log.error(key, "%s %s failed", request.method, request.path, exc_info=exc)
+        if getattr(exc, "close_connection", False):
+            response = json_response(payload, status)
+            response.force_close()  # answer with Connection: close, so the next request opens a new one
+            return response
         elif logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s %s -> %d: %s", request.method, request.path, status, exc)
         return json_response(payload, status)
@@ -318,6 +329,7 @@ class LightningStoreServer(DelegatingLightningStore):
             handle_signals=False,
             access_log=access_log if access_log.isEnabledFor(logging.DEBUG) else None,
             shutdown_timeout=self.shutdown_timeout,
+            auto_decompress=False,  # bodies are inflated by the handlers: every encoding error is JSON
         )
         await runner.setup()
         site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True, backlog=1024)
@@ -331,6 +343,8 @@ class LightningStoreServer(DelegatingLightningStore):
                 "running there? Pick another --port (or 0 for a free one).",
             ) from exc
         self._runner = runner
+        if runner.server is not None:
+            self.header_sweeper.start(runner.server)
         self._stopped.clear()
         self.api.stopping.clear()
         addresses = runner.addresses
@@ -346,6 +360,7 @@ class LightningStoreServer(DelegatingLightningStore):
         runner, self._runner = self._runner, None
         if runner is None:
             return
+        await self.header_sweeper.stop()
         await runner.cleanup()
         self._stopped.set()
         logger.info("LightningStore API on %s stopped", self.endpoint)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
+import json
 import logging
 import socket
 import threading
@@ -172,3 +174,65 @@ def test_retried_add_span_after_a_crash_returns_the_stored_span() -> None:
             relay.close()
     assert retried is not None and retried.span_id is not None
     assert duplicate is None
+
+
+def _exchange(endpoint: str, payload: bytes, answers: int) -> list[bytes]:
+    """Send raw bytes on one keep-alive connection; return the first `answers` responses' heads+bodies."""
+    with socket.create_connection(_address(endpoint), timeout=30) as sock:
+        sock.sendall(payload)
+        data = b""
+        responses: list[bytes] = []
+        while len(responses) < answers:
+            chunk = sock.recv(65536)
+            assert chunk, f"connection closed after {len(responses)} answer(s): {data!r}"
+            data += chunk
+            while b"\r\n\r\n" in data:
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                if len(rest) < length:
+                    break
+                responses.append(head + b"\r\n\r\n" + rest[:length])
+                data = rest[length:]
+    return responses
+
+
+def test_undecodable_gzip_body_gets_json_400_and_the_connection_goes_on(server: BackgroundServer) -> None:
+    body = b"\x1f\x8b\x08\x00not-really-gzip"
+    first = (
+        "POST /v1/agl/queues/rollouts/enqueue HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    second = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    bad, health = _exchange(server.endpoint, first + second, 2)
+    assert b" 400 " in bad.split(b"\r\n", 1)[0] and b'"InvalidRequestError"' in bad and b"gzip" in bad
+    assert b" 200 " in health.split(b"\r\n", 1)[0]
+
+
+def test_gzip_body_is_accepted(server: BackgroundServer) -> None:
+    payload = gzip.compress(json.dumps({"rollouts": [{"input": "zipped"}]}).encode())
+    status, _, body = request(
+        server.endpoint,
+        "POST",
+        "/v1/agl/queues/rollouts/enqueue",
+        raw=payload,
+        headers={"Content-Encoding": "gzip"},
+    )
+    assert status == 201 and body[0]["input"] == "zipped"
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd"])
+def test_unsupported_content_encoding_gets_json_415(server: BackgroundServer, encoding: str) -> None:
+    status, headers, body = request(
+        server.endpoint,
+        "POST",
+        "/v1/agl/queues/rollouts/enqueue",
+        raw=b"\x00\x01",
+        headers={"Content-Encoding": encoding},
+    )
+    assert status == 415 and "json" in headers["content-type"]
+    assert encoding in body["error"]["message"]
