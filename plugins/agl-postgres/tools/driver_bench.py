@@ -45,8 +45,12 @@ async def timed(tasks: int, count: int, one: Callable[[int], Awaitable[Any]]) ->
     return round(count / (time.perf_counter() - start), 1)
 
 
+async def _no_reset(conn: Any) -> None:
+    """The store's pool release hook: no RESET round trip (psycopg's pool sends none either)."""
+
+
 async def run_asyncpg(uri: str, count: int, tasks: int) -> dict[str, float]:
-    pool = await asyncpg.create_pool(uri, min_size=tasks, max_size=tasks)
+    pool = await asyncpg.create_pool(uri, min_size=tasks, max_size=tasks, reset=_no_reset)
     await pool.execute(SETUP)
     ins, read, claim = (s.format("$1::text", "$2::text") for s in (INSERT, READ, CLAIM.replace("{0}", "1")))
     out = {
