@@ -53,7 +53,7 @@ def _cell(text: str) -> str:
 
 
 def openapi_markdown(document: dict[str, Any]) -> str:
-    """Render an OpenAPI 3.1 document as a Markdown reference page: one section per operation, then the schemas."""
+    """Render an OpenAPI 3.1 document as a Markdown page: one section per operation, then the schemas."""
     info = document.get("info", {})
     lines = [
         f"# {info.get('title', 'REST API')}",
@@ -83,15 +83,19 @@ def openapi_markdown(document: dict[str, Any]) -> str:
                 lines += ["| parameter | in | type | required | description |", "|---|---|---|---|---|"]
                 for parameter in parameters:
                     lines.append(
-                        f"| `{parameter['name']}` | {parameter['in']} | {_schema_text(parameter.get('schema', {}))} "
-                        f"| {'yes' if parameter.get('required') else 'no'} | {_cell(parameter.get('description', ''))} |"
+                        f"| `{parameter['name']}` | {parameter['in']} "
+                        f"| {_schema_text(parameter.get('schema', {}))} "
+                        f"| {'yes' if parameter.get('required') else 'no'} "
+                        f"| {_cell(parameter.get('description', ''))} |"
                     )
                 lines.append("")
             body = operation.get("requestBody")
             if body:
                 for media, content in body.get("content", {}).items():
                     required = "required" if body.get("required") else "optional"
-                    lines.append(f"Request body ({media}, {required}): {_schema_text(content.get('schema', {}))}")
+                    lines.append(
+                        f"Request body ({media}, {required}): {_schema_text(content.get('schema', {}))}"
+                    )
                 lines.append("")
             lines += ["| status | answer |", "|---|---|"]
             for status, response in operation.get("responses", {}).items():
@@ -113,7 +117,10 @@ def openapi_markdown(document: dict[str, Any]) -> str:
                 required = set(schema.get("required", []))
                 lines += ["| field | type | required |", "|---|---|---|"]
                 for field, field_schema in properties.items():
-                    lines.append(f"| `{field}` | {_schema_text(field_schema)} | {'yes' if field in required else 'no'} |")
+                    lines.append(
+                        f"| `{field}` | {_schema_text(field_schema)} "
+                        f"| {'yes' if field in required else 'no'} |"
+                    )
                 lines.append("")
             elif "enum" in schema or "type" in schema or "anyOf" in schema:
                 lines += [f"Type: {_schema_text(schema)}", ""]
@@ -162,7 +169,7 @@ def cli_markdown(group: click.Group) -> str:
 
 
 def rewrite_repository_links(markdown: str) -> str:
-    """Point links to a plugin's README at its page on the site (``../plugins/agl-x/README.md`` -> ``plugins/agl-x.md``)."""
+    """Send links to a plugin README to its page (``../plugins/agl-x/README.md`` -> ``plugins/agl-x.md``)."""
     return _PLUGIN_README_LINK.sub(lambda m: f"](plugins/{m.group(1)}.md{m.group(2) or ''})", markdown)
 
 
@@ -197,7 +204,7 @@ def markdown_section(markdown: str, anchor: str) -> str:
 
 
 def include_sections(markdown: str, docs_dir: Path) -> str:
-    """Replace each ``<!-- include-section: page.md#anchor -->`` line with that section of ``docs_dir/page.md``."""
+    """Replace each ``<!-- include-section: page.md#anchor -->`` line with that section of the page."""
 
     def section(match: re.Match[str]) -> str:
         page = docs_dir / match.group(1)
@@ -207,13 +214,14 @@ def include_sections(markdown: str, docs_dir: Path) -> str:
 
 
 def plugin_page(readme: Path) -> str:
-    """A plugin's README as a site page (its text as it is; ``--strict`` flags a link that does not resolve)."""
+    """A plugin's README as a site page, as it is (``--strict`` flags a link that does not resolve)."""
     return readme.read_text(encoding="utf-8")
 
 
 CHANGELOG_MISSING = """# Changelog
 
-The repository has no `CHANGELOG.md` yet. Once it has one, this page shows it (the site includes it at build time).
+The repository has no `CHANGELOG.md` yet. Once it has one, this page shows it
+(the site includes it at build time).
 """
 
 
@@ -243,7 +251,7 @@ def generated_pages(root: Path = REPO_ROOT) -> dict[str, str]:
     return pages
 
 
-# --- MkDocs events -------------------------------------------------------------------------------------------
+# --- MkDocs events ------------------------------------------------------------------------------------------
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Helpers of the documentation tests: the repository's docs and the site's build hooks (tools/docs_site.py)."""
+"""Helpers of the documentation tests: the docs folder and the site's build hooks (tools/docs_site.py)."""
 
 from __future__ import annotations
 

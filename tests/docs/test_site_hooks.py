@@ -27,7 +27,13 @@ def test_rest_reference_has_every_operation_and_schema(docs_site: ModuleType) ->
 
 def test_cli_reference_has_every_builtin_command_and_option(docs_site: ModuleType) -> None:
     page = docs_site.cli_markdown(build_cli())
-    for heading in ("## `agl`", "## `agl store serve`", "## `agl runner`", "## `agl doctor`", "## `agl plugins list`"):
+    for heading in (
+        "## `agl`",
+        "## `agl store serve`",
+        "## `agl runner`",
+        "## `agl doctor`",
+        "## `agl plugins list`",
+    ):
         assert heading in page
     assert "`--server-timeout FLOAT RANGE`" in page or "--server-timeout" in page
     assert "ROLLOUT_ID" in page
@@ -47,15 +53,20 @@ def test_every_docs_page_is_in_the_nav() -> None:
         assert page.relative_to(DOCS_DIR).as_posix() in nav, f"add {page.name} to the nav of mkdocs.yml"
 
 
-def test_changelog_page_uses_the_changelog_or_says_there_is_none(docs_site: ModuleType, tmp_path: Path) -> None:
+def test_changelog_page_uses_the_changelog_or_says_there_is_none(
+    docs_site: ModuleType, tmp_path: Path
+) -> None:
     assert docs_site.changelog_page(tmp_path) == docs_site.CHANGELOG_MISSING
     (tmp_path / "CHANGELOG.md").write_text("# Changelog\n\n## 0.4.0\n", encoding="utf-8")
     assert docs_site.changelog_page(tmp_path) == "# Changelog\n\n## 0.4.0\n"
 
 
-def test_include_section_copies_one_section_and_names_the_missing_one(docs_site: ModuleType, tmp_path: Path) -> None:
+def test_include_section_copies_one_section_and_names_the_missing_one(
+    docs_site: ModuleType, tmp_path: Path
+) -> None:
     (tmp_path / "a.md").write_text(
-        "# A\n\n## Speed\n\n| x |\n|---|\n\n```bash\n## not a heading\n```\n\n## Other\n\nno\n", encoding="utf-8"
+        "# A\n\n## Speed\n\n| x |\n|---|\n\n```bash\n## not a heading\n```\n\n## Other\n\nno\n",
+        encoding="utf-8",
     )
     page = "intro\n<!-- include-section: a.md#speed -->\nend\n"
     out = docs_site.include_sections(page, tmp_path)

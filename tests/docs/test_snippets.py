@@ -38,7 +38,9 @@ def test_the_marker_is_found_on_pages_that_use_it() -> None:
     for page in pages:
         text = page.read_text(encoding="utf-8")
         # a marker not followed by a python block is a mistake the runner would silently skip
-        assert text.count(MARKER) == len(marked_blocks(text)), f"{page}: a {MARKER} line must precede ```python"
+        assert text.count(MARKER) == len(marked_blocks(text)), (
+            f"{page}: a {MARKER} line must precede ```python"
+        )
 
 
 def test_marked_blocks_extracts_only_marked_python_blocks() -> None:
