@@ -12,6 +12,7 @@ The Markdown generators are plain functions (tested in ``tests/docs``); only the
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -59,7 +60,7 @@ def openapi_markdown(document: dict[str, Any]) -> str:
         f"# {info.get('title', 'REST API')}",
         "",
         "Generated at build time from `agl_core.store.http.openapi.openapi_document()`; "
-        "`agl store serve` serves the same document at `/openapi.json`.",
+        "`agl store serve` serves the same document at `/v1/agl/openapi.json`.",
         "",
         info.get("description", ""),
         "",
@@ -74,10 +75,8 @@ def openapi_markdown(document: dict[str, Any]) -> str:
         lines += [f"## {tag.capitalize()}", ""]
         for method, path, operation in operations:
             lines += [f"### `{method.upper()} {path}`", "", _cell(operation.get("summary", "")), ""]
-            lines.append(f"Operation id: `{operation.get('operationId', '')}`.")
-            if operation.get("security") == []:
-                lines.append(" No bearer token needed.")
-            lines.append("")
+            note = " No bearer token needed." if operation.get("security") == [] else ""
+            lines += [f"Operation id: `{operation.get('operationId', '')}`.{note}", ""]
             parameters = operation.get("parameters", [])
             if parameters:
                 lines += ["| parameter | in | type | required | description |", "|---|---|---|---|---|"]
@@ -130,7 +129,7 @@ def openapi_markdown(document: dict[str, Any]) -> str:
 def _command_markdown(command: click.Command, path: str, ctx: click.Context, lines: list[str]) -> None:
     lines += [f"## `{path}`", ""]
     if command.help:
-        lines += [click.unstyle(command.help).strip(), ""]
+        lines += [inspect.cleandoc(click.unstyle(command.help)), ""]
     usage = " ".join(command.collect_usage_pieces(ctx))
     lines += ["```text", f"{path} {usage}".rstrip(), "```", ""]
     rows = []
@@ -140,7 +139,7 @@ def _command_markdown(command: click.Command, path: str, ctx: click.Context, lin
             if isinstance(param, click.Argument):
                 rows.append((param.make_metavar(ctx), "argument"))
             continue
-        rows.append((record[0], record[1]))
+        rows.append((record[0], record[1] or "argument"))
     if rows:
         lines += ["| option | description |", "|---|---|"]
         lines += [f"| `{_cell(name)}` | {_cell(text)} |" for name, text in rows]
