@@ -146,4 +146,5 @@ test-agents: .venv-agents/.installed
 	@touch $@
 
 docs: .venv-docs/.installed
-	.venv-docs/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 .venv-docs/bin/mkdocs build --strict
+	.venv-docs/bin/python tools/docs_site.py check-offline build/site

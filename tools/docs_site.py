@@ -250,6 +250,34 @@ def generated_pages(root: Path = REPO_ROOT) -> dict[str, str]:
     return pages
 
 
+_EXTERNAL_ASSET = re.compile(
+    r"<(?:script[^>]*\ssrc|link[^>]*\shref|img[^>]*\ssrc)=[\"'](?:https?:)?//[^\"']+", re.IGNORECASE
+)
+
+
+def external_assets(site_dir: Path) -> list[str]:
+    """Scripts, stylesheets, fonts and images the built site would fetch from the network (should be none)."""
+    found = []
+    for page in sorted(site_dir.rglob("*.html")):
+        for match in _EXTERNAL_ASSET.finditer(page.read_text(encoding="utf-8")):
+            found.append(f"{page.relative_to(site_dir).as_posix()}: {match.group(0)}")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tools/docs_site.py check-offline SITE_DIR``: exit 1 naming each external asset of the site."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or args[0] != "check-offline":
+        print("usage: python tools/docs_site.py check-offline SITE_DIR", file=sys.stderr)
+        return 2
+    found = external_assets(Path(args[1]))
+    for line in found:
+        print(f"external asset (the site must work offline): {line}", file=sys.stderr)
+    return 1 if found else 0
+
+
 # --- MkDocs events ------------------------------------------------------------------------------------------
 
 
@@ -265,3 +293,7 @@ def on_files(files: Any, config: Any) -> Any:
 def on_page_markdown(markdown: str, *, config: Any, **kwargs: Any) -> str:
     """Include marked sections of other pages; links to a plugin's README go to that plugin's page."""
     return rewrite_repository_links(include_sections(markdown, Path(config["docs_dir"])))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -85,3 +85,16 @@ def test_links_to_a_plugin_readme_point_at_its_page(docs_site: ModuleType) -> No
     assert docs_site.rewrite_repository_links(text) == (
         "see [README](plugins/agl-postgres.md) and [x](plugins/agl-mongo.md#setup)"
     )
+
+
+def test_offline_check_names_each_external_asset(docs_site: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "ok.html").write_text('<script src="assets/a.js"></script><a href="https://x.org">x</a>')
+    (tmp_path / "bad.html").write_text(
+        '<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">'
+        "<script src='//cdn.example/x.js'></script>"
+    )
+    found = docs_site.external_assets(tmp_path)
+    assert len(found) == 2 and all(line.startswith("bad.html: ") for line in found)
+    assert docs_site.main(["check-offline", str(tmp_path)]) == 1
+    (tmp_path / "bad.html").unlink()
+    assert docs_site.main(["check-offline", str(tmp_path)]) == 0
