@@ -230,7 +230,11 @@ class TracerTraceToTriplet(TraceToTripletBase):
                     record.dropped.append(
                         DroppedCall(span, "duplicate", f"same as span {seen_ids[key]}", agent)
                     )
-                elif _same_call(in_llm, key) and _richness(span) <= _richness(in_llm.node.span):  # type: ignore[union-attr]
+                elif (
+                    in_llm is not None
+                    and _same_call(in_llm, key)
+                    and _richness(span) <= _richness(in_llm.node.span)
+                ):
                     # the same call recorded twice, one span inside the other: keep the richer record
                     record.dropped.append(
                         DroppedCall(span, "nested", f"inside span {in_llm.node.span.span_id}", agent)
@@ -239,7 +243,7 @@ class TracerTraceToTriplet(TraceToTripletBase):
                     if key is not None:
                         seen_ids[key] = span.span_id
                     call = _Call(node, agent)
-                    if _same_call(in_llm, key) and in_llm in calls:  # a wrapper around a richer record
+                    if in_llm is not None and _same_call(in_llm, key) and in_llm in calls:  # a richer record
                         calls.remove(in_llm)
                         record.dropped.append(
                             DroppedCall(
@@ -329,10 +333,8 @@ def _is_reward_scope(span: Span) -> bool:
     return span.name == AGL_OPERATION and name == AGL_REWARD
 
 
-def _same_call(outer: _Call | None, key: str | None) -> bool:
+def _same_call(outer: _Call, key: str | None) -> bool:
     """Whether an LLM span inside ``outer`` records the same call (no two different response ids)."""
-    if outer is None:
-        return False
     outer_key = _genai.response_id(outer.node.span)
     return key is None or outer_key is None or key == outer_key
 

@@ -30,7 +30,7 @@ def plain(value: Any) -> Any:
     """``value`` as JSON-ready data: pydantic models dumped, mappings and sequences walked."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
-        return dump(mode="json", exclude_none=True)
+        return dump(mode="json", exclude_none=True, warnings=False)
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -41,7 +41,7 @@ def _agents() -> dict[str, tuple[Any, Callable[[], None], Callable[[], None]]]:
         "openai-agents (Responses)": (agents_sdk_rollout, nothing, nothing),
         "openai-agents (chat completions)": (agents_sdk_chat_rollout, nothing, nothing),
         "langgraph + langchain-openai": (langgraph_rollout, nothing, nothing),
-        "litellm": (litellm_entry.litellm_rollout, litellm_entry.instrument, nothing),
+        "litellm": (litellm_entry.litellm_rollout, litellm_entry.instrument, litellm_entry.uninstrument),
         "anthropic": (
             anthropic_entry.anthropic_rollout,
             anthropic_entry.instrument,

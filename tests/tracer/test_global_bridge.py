@@ -178,3 +178,30 @@ def test_agl_routing_provider_as_global_needs_no_processor(fresh_global_provider
 
     trace_api.set_tracer_provider(ActiveTracerProvider())  # what a tracer plugin (agl-agentops) installs
     assert bridge.bridge_global_provider() == "routed"
+
+
+async def test_langgraph_style_agent_gives_triplets_with_agent_match(
+    fresh_global_provider: None, store: InMemoryLightningStore, llm_server: Any
+) -> None:
+    """Graph steps through the global API, the model call through the openai client: triplets per agent."""
+    import openai
+
+    from agl_core.adapter import TracerTraceToTriplet
+
+    tracer = OtelTracer()
+    tracer.init_worker(0, store)
+    client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+    otel = trace_api.get_tracer("langgraph.fake")
+    try:
+        rollout_id, attempt_id = await new_attempt(store)
+        async with tracer.trace_context(rollout_id=rollout_id, attempt_id=attempt_id):
+            for node in ("planner", "writer"):
+                with otel.start_as_current_span(node, attributes={"langchain.chain.type": node}):
+                    client.chat.completions.create(model="m", messages=[{"role": "user", "content": node}])
+            emit_reward(1.0)
+        spans = list(await store.query_spans(rollout_id))
+    finally:
+        tracer.teardown_worker(0)
+    triplets = TracerTraceToTriplet(agent_match="^writer$").adapt(spans)
+    assert [(t.metadata["agent_name"], t.reward) for t in triplets] == [("writer", 1.0)]
+    assert triplets[0].response["token_ids"] == llm_server.tokenizer.encode("writer")

@@ -223,3 +223,23 @@ def test_instrumentation_nests_and_restores_the_client() -> None:
     assert openai.resources.chat.completions.Completions.create is original_chat
     assert openai.resources.completions.Completions.create is original_text
     uninstrument_openai()  # extra calls are no-ops
+
+
+async def test_structured_output_parse_is_one_span(
+    tracer: OtelTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
+) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        city: str
+
+    client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+    rollout_id, attempt_id = await new_attempt(store)
+    async with tracer.trace_context(rollout_id=rollout_id, attempt_id=attempt_id):
+        parsed = client.chat.completions.parse(
+            model="policy", messages=[{"role": "user", "content": '{"city": "Oslo"}'}], response_format=City
+        )
+    assert parsed.choices[0].message.parsed == City(city="Oslo")
+    (span,) = llm_spans(list(await store.query_spans(rollout_id)))
+    assert span.name == "chat policy"
+    assert span.attributes[RESPONSE_TOKEN_IDS] == llm_server.tokenizer.encode('{"city": "Oslo"}')

@@ -1,7 +1,8 @@
 """The agl entry of the LiteLLM agent: run it unchanged on the task, reward its answer.
 
-``llm.endpoint`` is the model server (tracer path) or the LLM proxy's route of this rollout (proxy path:
-``@agl.rollout`` hands a ``ProxyLLM`` to an ``LLM`` parameter already routed to the current attempt).
+``llm.endpoint`` is the model server (tracer path: call :func:`instrument` once) or the LLM proxy's route
+of this rollout (proxy path: ``@agl.rollout`` hands a ``ProxyLLM`` to an ``LLM`` parameter already routed
+to the current attempt).
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ def litellm_rollout(task: MathTask, llm: agl.LLM) -> float:
 
 
 def instrument() -> None:
-    """Turn on LiteLLM's own OpenTelemetry callback for this process (LiteLLM keeps it once it has run).
+    """Trace LiteLLM calls as OpenTelemetry spans (OpenInference's instrumentor); agl's tracer collects them.
 
-    Its spans go to the global tracer provider, which agl bridges into the current rollout.
+    LiteLLM's own ``otel`` callback is not used: it writes a tool-calling reply with empty
+    ``gen_ai.output.messages`` parts, so the tool call would be lost (see docs/agents.md).
     """
-    import litellm
+    from openinference.instrumentation.litellm import LiteLLMInstrumentor
 
-    if "otel" not in litellm.callbacks:
-        litellm.callbacks.append("otel")
+    LiteLLMInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.litellm import LiteLLMInstrumentor
+
+    LiteLLMInstrumentor().uninstrument()

@@ -45,18 +45,23 @@ async def answer_question(
     base_url: str,
     api_key: str,
     api: Literal["responses", "chat_completions"] = "responses",
+    stream: bool = False,
 ) -> str:
-    """Run the agent on ``question`` and return its final output."""
+    """Run the agent on ``question`` (``Runner.run``, or ``Runner.run_streamed`` when ``stream``)."""
     client = AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=1)
     llm: Model = (
         OpenAIResponsesModel(model=model, openai_client=client)
         if api == "responses"
         else OpenAIChatCompletionsModel(model=model, openai_client=client)
     )
+    config = RunConfig(tracing_disabled=True)
     try:
-        result = await Runner.run(
-            build_agent(llm), question, max_turns=4, run_config=RunConfig(tracing_disabled=True)
-        )
+        if stream:
+            streamed = Runner.run_streamed(build_agent(llm), question, max_turns=4, run_config=config)
+            async for _event in streamed.stream_events():
+                pass  # a UI would render the events here
+            return str(streamed.final_output)
+        result = await Runner.run(build_agent(llm), question, max_turns=4, run_config=config)
+        return str(result.final_output)
     finally:
         await client.close()
-    return str(result.final_output)

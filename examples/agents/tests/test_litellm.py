@@ -1,11 +1,14 @@
 """LiteLLM: the agent's ``litellm.completion`` loop, captured on both paths.
 
-Tracer path: LiteLLM's own OpenTelemetry callback (``litellm.callbacks = ["otel"]``), whose spans reach agl
-through the global provider. (LiteLLM posts to ``/chat/completions`` with the ``openai`` client's low-level
-``post``, which agl's ``openai`` instrumentation does not see.)
+Tracer path: OpenInference's LiteLLM instrumentor, whose spans reach agl through the global provider.
+(LiteLLM posts to ``/chat/completions`` with the ``openai`` client's low-level ``post``, which agl's
+``openai`` instrumentation does not see; LiteLLM's own ``otel`` callback loses tool calls, see
+docs/agents.md.)
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from harness import check_run, run_agent
@@ -15,19 +18,14 @@ from agl_core.testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture
-def litellm_otel() -> None:
-    rollout.instrument()  # process-wide: the proxy-path test may see these spans too, beside the proxy's
+def litellm_instrumented() -> Iterator[None]:
+    rollout.instrument()
+    yield
+    rollout.uninstrument()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LiteLLM's otel span writes a tool-call reply as gen_ai.output.messages with empty parts (the "
-    "call itself only in the legacy gen_ai.completion.0.function_call.*), and agl's normalisation layer "
-    "reads the new form only, so the first reply's tool call is lost",
-)
-def test_litellm_agent_tracer(fake_model: FakeOpenAIServer, litellm_otel: None) -> None:
-    # LiteLLM's GenAI span (``litellm_request``) has no token ids; its ``raw_gen_ai_request`` child keeps the
-    # raw response (ids included) as Python reprs, which agl does not parse: use the proxy path for RL.
+def test_litellm_agent_tracer(fake_model: FakeOpenAIServer, litellm_instrumented: None) -> None:
+    # OpenInference records messages, tools and usage, not the token ids: agl doctor says so
     check_run(run_agent(rollout.litellm_rollout, fake_model, "tracer"), token_ids=False)
 
 
