@@ -1,8 +1,8 @@
 """Compatibility module for Agent Lightning 0.3's deprecated ``agentlightning.reward`` (use agl_core.emitter).
 
-Importing it warns as 0.3 did and re-exports the reward emitter. Unlike 0.3 (where importing this module
-replaced the ``agl.reward`` decorator with the module), ``agl_core.reward`` stays usable as the decorator:
-the module object is callable and forwards to :func:`agl_core.emitter.reward`. Listed in
+Importing it warns as 0.3 did and re-exports the reward emitter. As in 0.3 the import makes
+``agl_core.reward`` this module instead of the decorator; unlike 0.3 the module object is callable and
+forwards to :func:`agl_core.emitter.reward`, so ``@agl.reward`` keeps working. Listed in
 docs/migrating-from-agent-lightning.md.
 """
 

@@ -69,7 +69,9 @@ def test_names_resolve_to_the_implementations() -> None:
 
     assert agl.Trainer is Trainer
     assert agl.InMemoryLightningStore is InMemoryLightningStore
-    assert callable(agl.reward) and agl.reward.__module__ == "agl_core.emitter.reward"  # not shadowed (#15)
+    assert (
+        callable(agl.reward) and agl.reward.__module__ == "agl_core.emitter.reward"
+    )  # not shadowed (quirk 15)
 
 
 @pytest.mark.parametrize(("name", "what"), sorted(NOT_PROVIDED.items()))

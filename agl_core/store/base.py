@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from agl_core.store.errors import InvalidRequestError
-from agl_core.types.status import is_finished, is_queuing, is_running  # noqa: F401 (0.3 defined them here)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -606,3 +605,12 @@ class LightningStore(abc.ABC):
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
         """Heartbeat only: upsert the worker (new ones start ``unknown``), stamp ``last_heartbeat_time``,
         and replace ``heartbeat_stats`` when given. Status comes from attempt writes, never from here."""
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3 defined is_queuing/is_running/is_finished(rollout) in this module.
+    if name in ("is_queuing", "is_running", "is_finished"):
+        from agl_core.store import _rollout_checks
+
+        return getattr(_rollout_checks, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

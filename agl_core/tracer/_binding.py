@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 
 from agl_core.types import Span
+from agl_core.types.tracer import with_identity_resource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -315,9 +316,10 @@ class TraceBinding:
 
     def _convert(self, span: ReadableSpan, rollout_id: str, attempt_id: str, sequence_id: int) -> Span | None:
         try:
-            return Span.from_opentelemetry(
+            converted = Span.from_opentelemetry(
                 span, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id
             )
+            return with_identity_resource(converted)  # as 0.3's OTLP export to HTTP stores did
         except Exception as exc:
             logger.exception("agl tracer: span %r could not be converted", span.name)
             self._record_failure(1, f"span {span.name!r} could not be converted: {exc!r}")

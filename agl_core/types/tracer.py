@@ -38,6 +38,7 @@ __all__ = [
     "TraceState",
     "TraceStatus",
     "convert_timestamp",
+    "with_identity_resource",
 ]
 
 AttributeValue = str | bool | int | float | list[str] | list[bool] | list[int] | list[float]
@@ -497,3 +498,23 @@ class SpanRecordingContext(Protocol):
 
 SpanLike = Union["ReadableSpan", Span]
 """Either an OpenTelemetry ``ReadableSpan`` or a stored :class:`Span`; helpers accept both."""
+
+
+def with_identity_resource(span: Span) -> Span:
+    """``span`` with its rollout id, attempt id and sequence id in its resource attributes.
+
+    The tracer stamps every span it records this way, so spans reaching a store (over HTTP too) carry
+    their identity in the resource as Agent Lightning 0.3's OTLP-exported spans did
+    (``agentlightning.rollout_id`` / ``attempt_id`` / ``span_sequence_id``). A span that already
+    carries them is returned as is.
+    """
+    identity = {
+        SpanNames.ROLLOUT_ID.value: span.rollout_id,
+        SpanNames.ATTEMPT_ID.value: span.attempt_id,
+        SpanNames.SPAN_SEQUENCE_ID.value: span.sequence_id,
+    }
+    attributes = span.resource.attributes
+    if all(attributes.get(key) == value for key, value in identity.items()):
+        return span
+    resource = span.resource.model_copy(update={"attributes": {**attributes, **identity}})
+    return span.model_copy(update={"resource": resource})

@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the demo; returns the summary that is also written to ``<out>/summary.json``."""
     args = parse_args(argv)
     logging.basicConfig(format="%(asctime)s %(name)s %(message)s", datefmt="%H:%M:%S")
-    for name in ("agl_unsloth", "agl_tinker"):  # their per-iteration / per-step progress lines
+    for name in ("agl_core.algorithm.unsloth", "agl_core.algorithm.tinker"):  # per-iteration / per-step lines
         logging.getLogger(name).setLevel(logging.INFO)
     cfg = SETTINGS["quick" if args.quick else "full"]
     t_start = time.perf_counter()

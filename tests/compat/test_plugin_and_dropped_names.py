@@ -87,7 +87,9 @@ def test_modules_keep_working_names_next_to_dropped_ones() -> None:
 
     assert operation is agl.operation and OperationContext is not None
     assert LlmProxyTraceToTriplet is agl.LlmProxyTraceToTriplet
-    assert is_finished("cancelled") and is_queuing("requeuing") and is_running("preparing")
+    rollout = agl.Rollout(rollout_id="ro-1", input=None, start_time=0.0, status="requeuing")
+    assert is_queuing(rollout) and not is_running(rollout) and not is_finished(rollout)
+    assert is_finished(rollout.model_copy(update={"status": "cancelled"}))
 
     assert FilterOptions is agl.FilterOptions and PaginatedResult is agl.PaginatedResult
     assert Task is agl.Task and TaskIfAny is agl.TaskIfAny and RolloutLegacy is agl.RolloutLegacy

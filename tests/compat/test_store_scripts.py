@@ -11,7 +11,7 @@ import pytest
 import agl_core as agl
 
 
-async def test_minimal_store_script_server_is_a_store_and_client_spans_carry_their_ids() -> None:
+async def test_minimal_store_script_server_is_a_store() -> None:
     store = agl.InMemoryLightningStore()
     server = agl.LightningStoreServer(store, "127.0.0.1", 0)
     assert isinstance(server, agl.LightningStore)
@@ -31,14 +31,38 @@ async def test_minimal_store_script_server_is_a_store_and_client_spans_carry_the
         await client.add_span(span)
         # the server object answers like the store it serves (0.3: LightningStoreServer is a store)
         stored = list(await server.query_spans(rollout.rollout_id))
-        assert [s.name for s in stored] == ["chat m"]
-        resource = stored[0].resource.attributes
-        assert resource["agentlightning.rollout_id"] == rollout.rollout_id
-        assert resource["agentlightning.attempt_id"] == attempted.attempt.attempt_id
-        assert resource["agentlightning.span_sequence_id"] == 3
+        assert [s.model_dump() for s in stored] == [
+            span.model_dump()
+        ]  # a span given to a store is kept as is
         stats = await server.statistics()
         assert stats["total_rollouts"] == 1 and stats["total_spans"] == 1
     finally:
+        await client.close()
+        await server.stop()
+
+
+async def test_minimal_tracer_script_spans_over_http_carry_their_ids_in_the_resource() -> None:
+    store = agl.InMemoryLightningStore()
+    server = agl.LightningStoreServer(store, "127.0.0.1", 0)
+    await server.start()
+    client = agl.LightningStoreClient(server.endpoint)
+    tracer = agl.OtelTracer()
+    try:
+        rollout = await client.start_rollout(input="x")
+        tracer.init_worker(0, client)
+        async with tracer.trace_context(
+            "demo", rollout_id=rollout.rollout_id, attempt_id=rollout.attempt.attempt_id
+        ):
+            agl.emit_reward(1.0)
+        stored = list(await store.query_spans(rollout.rollout_id))
+        assert stored and agl.find_final_reward(stored) == 1.0
+        for span in stored:
+            resource = span.resource.attributes
+            assert resource["agentlightning.rollout_id"] == rollout.rollout_id
+            assert resource["agentlightning.attempt_id"] == rollout.attempt.attempt_id
+            assert resource["agentlightning.span_sequence_id"] == span.sequence_id
+    finally:
+        tracer.teardown_worker(0)
         await client.close()
         await server.stop()
 

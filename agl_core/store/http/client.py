@@ -35,7 +35,6 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
-from agl_core.semconv import LightningResourceAttributes
 from agl_core.store import _inputs, _logic
 from agl_core.store.base import (
     UNSET,
@@ -100,25 +99,6 @@ def _segment(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise InvalidRequestError(f"{what} must be a string, got {type(value).__name__} {value!r}.")
     return quote(value, safe="").replace(".", "%2E")
-
-
-def with_identity_resource(span: Span) -> Span:
-    """``span`` with its rollout id, attempt id and sequence id in its resource attributes.
-
-    Spans that reach a store over HTTP carry their identity in the resource, as OTLP-exported spans
-    did in Agent Lightning 0.3 (``agentlightning.rollout_id`` / ``attempt_id`` / ``span_sequence_id``);
-    a span that already has them is returned as is.
-    """
-    attributes = span.resource.attributes
-    identity = {
-        LightningResourceAttributes.ROLLOUT_ID.value: span.rollout_id,
-        LightningResourceAttributes.ATTEMPT_ID.value: span.attempt_id,
-        LightningResourceAttributes.SPAN_SEQUENCE_ID.value: span.sequence_id,
-    }
-    if all(attributes.get(key) == value for key, value in identity.items()):
-        return span
-    resource = span.resource.model_copy(update={"attributes": {**attributes, **identity}})
-    return span.model_copy(update={"resource": resource})
 
 
 class LightningStoreClient(LightningStore):
@@ -549,15 +529,14 @@ class LightningStoreClient(LightningStore):
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
         _logic.validate_span(span)
-        sent = with_identity_resource(span)
         tries = [0]
-        raw = await self._call("POST", "/spans", _encode(sent), mutating=True, tries=tries)
+        raw = await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)
         stored: Span | None = _decode(Span | None, raw)
         if stored is None and tries[0] > 1:
             # Retried: the first try may have been written before the connection (or the server)
             # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
             page = await self.query_spans(span.rollout_id, span.attempt_id, span_id=span.span_id, limit=1)
-            if page.items and page.items[0].model_dump() == sent.model_dump():
+            if page.items and page.items[0].model_dump() == span.model_dump():
                 return page.items[0]
         return stored
 
@@ -568,9 +547,8 @@ class LightningStoreClient(LightningStore):
             return []
         for span in batch:
             _logic.validate_span(span)
-        sent = [with_identity_resource(span) for span in batch]
         raw = await self._call(
-            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(sent) + b"}", mutating=True
+            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
         )
         inserted = pydantic_core.from_json(raw)["inserted"]
         return [batch[i] for i in inserted]
