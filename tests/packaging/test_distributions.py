@@ -76,6 +76,8 @@ def test_wheel_contents_and_metadata(built: dict[str, tuple[Path, Path]], projec
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read(licenses[0]) == (ROOT / "LICENSE").read_bytes()
     assert f"{package}/py.typed" in names
+    if project == ROOT:  # `agl plugins new` reads its templates from the installed package
+        assert "agl_core/cli/scaffold/templates/store/store.py.tmpl" in names
     assert all(name.startswith((f"{package}/", f"{wheel.name.split('-')[0]}-")) for name in names), names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     assert metadata["License-Expression"] == "MIT"
