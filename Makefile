@@ -19,8 +19,9 @@ help:
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --upgrade 'pip>=25.1'
+	# dev tools (ruff, hatchling, twine) come from the `dev` dependency group (PEP 735; pip >= 25.1)
+	$(PY) -m pip install -q -e '.[test]' --group dev
 	@touch $@
 
 venv: $(VENV)/.installed

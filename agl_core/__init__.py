@@ -10,11 +10,16 @@ docs/migrating-from-agent-lightning.md.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from agl_core.hookspecs import hookimpl
 
 __version__ = "0.4.0"
+
+# A library attaches no output of its own: records under ``agl_core`` go nowhere until the application (or
+# ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
+logging.getLogger("agl_core").addHandler(logging.NullHandler())
 
 PLUGIN_API_VERSION = 1
 """Version of the plugin contract in :mod:`agl_core.hookspecs`; bumped on incompatible changes."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -153,3 +154,35 @@ def check_plugins(ctx: click.Context) -> None:
         click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
         raise SystemExit(1)
     click.echo(f"plugins check: {ok} plugin(s) ok, {disabled} disabled, no problems.")
+
+
+@plugins_group.command(name="new")
+@click.argument("name")
+@click.option(
+    "--kind",
+    required=True,
+    type=click.Choice(["store", "algorithm", "tracer", "adapter", "runner", "command"]),
+    help="The component the plugin provides.",
+)
+@click.option(
+    "--directory",
+    "-d",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the distribution (default: ./agl-NAME); must not exist.",
+)
+def new_plugin(name: str, kind: str, directory: Path | None) -> None:
+    """Generate a ready plugin distribution NAME (pyproject, hooks, skeleton, tests, README)."""
+    from agl_core.cli.errors import AglUserError
+    from agl_core.cli.scaffold import generate_plugin, plugin_names
+
+    try:
+        names = plugin_names(name)
+        target = directory if directory is not None else Path(names.dist)
+        generate_plugin(name, kind, target)
+    except ValueError as exc:
+        raise AglUserError(str(exc)) from exc
+    except FileExistsError as exc:
+        raise AglUserError(str(exc), hint="pass --directory to write somewhere else") from exc
+    click.echo(f"Created {names.dist} ({kind} '{names.name}') in {target}.")
+    click.echo(f"Next: pip install -e '{target}[test]' && agl plugins check && pytest {target}")

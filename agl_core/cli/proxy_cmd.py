@@ -116,6 +116,22 @@ def parse_backend_options(
     "--max-retries", default=2, show_default=True, type=click.IntRange(min=0), help="Failover tries."
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Without --token, a Host name agents may call the proxy by besides IP addresses, localhost and "
+    "this machine's names (DNS-rebinding guard; repeatable; '*' accepts any). With --token any name works.",
+)
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A browser origin (scheme://host[:port]) allowed to call the proxy (repeatable; '*' allows any, "
+    "without credentials). Default: requests carrying an Origin header are refused.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -133,6 +149,8 @@ def serve(
     balancing: str,
     timeout: float,
     max_retries: int,
+    allowed_hosts: tuple[str, ...],
+    allowed_origins: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
@@ -163,6 +181,8 @@ def serve(
         "balancing": balancing,
         "request_timeout": timeout,
         "max_retries": max_retries,
+        "allowed_hosts": list(allowed_hosts),
+        "allowed_origins": list(allowed_origins),
     }
     try:
         _run(_serve(spec, store_uri, options))

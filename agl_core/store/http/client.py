@@ -44,6 +44,7 @@ from agl_core.store.base import (
     Unset,
 )
 from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, RolloutNotFoundError
+from agl_core.store.http import network
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
 from agl_core.store.http.models import AnyRollout
 from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
@@ -113,6 +114,13 @@ class LightningStoreClient(LightningStore):
         backoff: ``(first, max)`` retry delay in seconds; each retry doubles it, with jitter.
         max_poll_seconds: Longest single ``wait_for_rollouts`` poll requested from the server.
         connection_limit: Most simultaneous connections per event loop.
+        ca_bundle: PEM file of CAs to trust for ``https://`` (default ``$AGL_STORE_CA_BUNDLE``, else the
+            system's).
+        client_cert / client_key: PEM client certificate (and key, if not in the same file) for servers
+            that require mutual TLS (default ``$AGL_STORE_CLIENT_CERT`` / ``$AGL_STORE_CLIENT_KEY``).
+        proxy: Forward proxy URL ``http://[user:pass@]host:port`` (``""``: none); default from
+            ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``. Loopback servers are always reached directly.
+        trust_env: Read the proxy and TLS file settings from the environment.
 
     Only the configuration is pickled; an unpickled client opens its own connections.
     """
@@ -128,6 +136,11 @@ class LightningStoreClient(LightningStore):
         backoff: tuple[float, float] = (0.05, 2.0),
         max_poll_seconds: float = 30.0,
         connection_limit: int = 100,
+        ca_bundle: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
     ) -> None:
         super().__init__(scan_debounce_seconds=0)
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -153,7 +166,28 @@ class LightningStoreClient(LightningStore):
         port = parts.port or (443 if use_tls else 80)
         self._prefix = parts.path.rstrip("/")
         self._api = self._prefix + API_PREFIX
-        self._transport = HttpTransport(parts.hostname, port, use_tls=use_tls, limit=connection_limit)
+        # TLS files and proxy (agl_core.store.http.network): arguments, else AGL_STORE_CA_BUNDLE /
+        # AGL_STORE_CLIENT_CERT / AGL_STORE_CLIENT_KEY and HTTP(S)_PROXY / NO_PROXY (unless trust_env=False)
+        self.ca_bundle = ca_bundle or (os.environ.get(network.CA_BUNDLE_ENV) if trust_env else None) or None
+        self.client_cert = (
+            client_cert or (os.environ.get(network.CLIENT_CERT_ENV) if trust_env else None) or None
+        )
+        self.client_key = (
+            client_key or (os.environ.get(network.CLIENT_KEY_ENV) if trust_env else None) or None
+        )
+        self.proxy, self.trust_env = proxy, bool(trust_env)
+        try:
+            context = (
+                network.make_ssl_context(self.ca_bundle, self.client_cert, self.client_key)
+                if use_tls
+                else None
+            )
+            via = network.proxy_for(parts.scheme, parts.hostname, port, proxy=proxy, trust_env=trust_env)
+        except ValueError as exc:
+            raise InvalidRequestError(f"LightningStoreClient({url!r}): {exc}") from exc
+        self._transport = HttpTransport(
+            parts.hostname, port, use_tls=use_tls, limit=connection_limit, ssl_context=context, proxy=via
+        )
         headers = "Content-Type: application/json\r\nAccept: application/json\r\n"
         if self.token:
             headers += f"Authorization: Bearer {self.token}\r\n"
@@ -176,6 +210,11 @@ class LightningStoreClient(LightningStore):
             "backoff": self.backoff,
             "max_poll_seconds": self.max_poll_seconds,
             "connection_limit": self.connection_limit,
+            "ca_bundle": self.ca_bundle,
+            "client_cert": self.client_cert,
+            "client_key": self.client_key,
+            "proxy": self.proxy,
+            "trust_env": self.trust_env,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -228,7 +267,14 @@ class LightningStoreClient(LightningStore):
         headers = self._headers
         if mutating:
             headers += f"Idempotency-Key: {os.urandom(16).hex()}\r\n"
-        request = build_request(method, target, self._transport.host_header, headers, body)
+        transport = self._transport
+        request = build_request(
+            method,
+            transport.target_prefix + target,
+            transport.host_header,
+            headers + transport.proxy_headers,
+            body,
+        )
         wait = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + self.retry_timeout
         attempt = 0

@@ -21,6 +21,8 @@ import threading
 
 import httptools
 
+from agl_core.store.http.network import ProxySettings
+
 __all__ = ["HttpTransport", "TransportError", "build_request"]
 
 
@@ -94,6 +96,25 @@ class _Connection(asyncio.Protocol):
         return await waiter
 
 
+class _TunnelOpener(asyncio.Protocol):
+    """Reads a proxy's answer to ``CONNECT`` (status line and headers) into `answer`."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._buffer = b""
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        if b"\r\n\r\n" in self._buffer and not self.answer.done():
+            self.answer.set_result(self._buffer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.answer.done():
+            self.answer.set_exception(
+                TransportError("The proxy closed the connection before answering CONNECT.")
+            )
+
+
 class _Pool:
     """Idle connections of one event loop, bounded by `limit` open connections."""
 
@@ -113,18 +134,42 @@ class HttpTransport:
     Args:
         host: Server host name or address.
         port: Server port.
-        use_tls: Speak HTTPS (certificate checked with the default context).
+        use_tls: Speak HTTPS (certificate checked with ``ssl_context``, else the default context).
         limit: Most open connections per event loop.
+        ssl_context: TLS settings for HTTPS (trusted CAs, client certificate).
+        proxy: A forward proxy: HTTPS goes through a ``CONNECT`` tunnel, HTTP as absolute-form requests
+            (send them with `target_prefix` and `proxy_headers`).
     """
 
-    def __init__(self, host: str, port: int, *, use_tls: bool = False, limit: int = 100) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        use_tls: bool = False,
+        limit: int = 100,
+        ssl_context: ssl_module.SSLContext | None = None,
+        proxy: ProxySettings | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.limit = max(1, limit)
-        self._ssl: ssl_module.SSLContext | None = ssl_module.create_default_context() if use_tls else None
+        self._ssl: ssl_module.SSLContext | None = (
+            (ssl_context or ssl_module.create_default_context()) if use_tls else None
+        )
         host_header = host if ":" not in host else f"[{host}]"
         default_port = 443 if use_tls else 80
         self.host_header = host_header if port == default_port else f"{host_header}:{port}"
+        self.proxy = proxy
+        plain_proxy = proxy is not None and not use_tls
+        self.target_prefix = f"http://{self.host_header}" if plain_proxy else ""
+        """Put before each request target: absolute-form when an HTTP request goes through a proxy."""
+        self.proxy_headers = (
+            f"Proxy-Authorization: {proxy.authorization}\r\n"
+            if plain_proxy and proxy is not None and proxy.authorization
+            else ""
+        )
+        """Header lines each request carries for the proxy (its credentials, for plain HTTP)."""
         self._pools: dict[asyncio.AbstractEventLoop, _Pool] = {}
         self._lock = threading.Lock()
 
@@ -155,18 +200,51 @@ class HttpTransport:
                 pool.open -= 1
         pool.open += 1
         try:
-            _, protocol = await pool.loop.create_connection(
-                _Connection,
-                self.host,
-                self.port,
-                ssl=self._ssl,
-                server_hostname=self.host if self._ssl is not None else None,
-            )
+            if self.proxy is None:
+                _, protocol = await pool.loop.create_connection(
+                    _Connection,
+                    self.host,
+                    self.port,
+                    ssl=self._ssl,
+                    server_hostname=self.host if self._ssl is not None else None,
+                )
+            elif self._ssl is None:
+                _, protocol = await pool.loop.create_connection(_Connection, self.proxy.host, self.proxy.port)
+            else:
+                protocol = await self._open_tunnel(pool.loop, self.proxy, self._ssl)
         except BaseException:
             pool.open -= 1
             self._wake(pool)
             raise
         return protocol
+
+    async def _open_tunnel(
+        self, loop: asyncio.AbstractEventLoop, proxy: ProxySettings, context: ssl_module.SSLContext
+    ) -> _Connection:
+        """A TLS connection to the server through the proxy's ``CONNECT`` tunnel."""
+        transport, opener = await loop.create_connection(_TunnelOpener, proxy.host, proxy.port)
+        try:
+            authority = f"{f'[{self.host}]' if ':' in self.host else self.host}:{self.port}"
+            head = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+            if proxy.authorization:
+                head += f"Proxy-Authorization: {proxy.authorization}\r\n"
+            transport.write((head + "\r\n").encode("latin-1"))
+            answer = await opener.answer
+            status_line = answer.split(b"\r\n", 1)[0].decode("latin-1", "replace")
+            parts = status_line.split(" ", 2)
+            if len(parts) < 2 or parts[1] != "200":
+                raise TransportError(
+                    f"The proxy {proxy.host}:{proxy.port} refused the tunnel to {authority}: {status_line!r}."
+                )
+            connection = _Connection()
+            tls = await loop.start_tls(transport, connection, context, server_hostname=self.host)
+            if tls is None:  # pragma: no cover - only when the loop closes meanwhile
+                raise TransportError("The TLS handshake through the proxy was interrupted.")
+            connection.connection_made(tls)
+            return connection
+        except BaseException:
+            transport.close()
+            raise
 
     def _release(self, pool: _Pool, connection: _Connection, reusable: bool) -> None:
         if reusable and connection.keep_alive and not connection.closed and not pool.closed:
