@@ -2,9 +2,9 @@
 
 ``import agl_core as agl`` gives the same top-level names as Agent Lightning 0.3. Names are
 imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's deprecated v0.1
-names (``AgentLightningClient``, ``AgentLightningServer``, ``DevTaskLoader``, ``LegacyAgentRunner``) and
-``CollectionBasedLightningStore`` raise an error naming the replacement; every difference is listed in
-docs/migrating-from-agent-lightning.md.
+names ``AgentLightningClient``, ``AgentLightningServer`` and ``DevTaskLoader`` work and warn as in 0.3;
+``LegacyAgentRunner`` and ``CollectionBasedLightningStore`` raise an error naming the replacement; every
+difference is listed in docs/migrating-from-agent-lightning.md.
 """
 
 from __future__ import annotations
@@ -102,8 +102,9 @@ _RENAMED: dict[str, tuple[str, str]] = {
     "configure_logger": ("agl_core.logging", "configure_logger"),
 }
 
-# 0.3 names agl does not provide at the top level: reading one raises NotProvidedError naming the
-# replacement (they are not in __all__, so ``from agl_core import *`` keeps working).
+# 0.3's deprecated v0.1 names (served by their modules, with 0.3's DeprecationWarning) and names agl does
+# not provide (reading one raises NotProvidedError naming the replacement); none is in __all__, so
+# ``from agl_core import *`` stays quiet.
 _NOT_PROVIDED: dict[str, str] = {
     "AgentLightningClient": "agl_core.client",
     "DevTaskLoader": "agl_core.client",

@@ -9,10 +9,10 @@ answers names agl dropped with a `NotProvidedError` that names the replacement.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["NotProvidedError", "PluginName", "module_getattr", "not_provided"]
+__all__ = ["NotProvidedError", "PluginName", "module_getattr", "not_provided", "store_client_options"]
 
 MIGRATION_GUIDE = "docs/migrating-from-agent-lightning.md"
 """Where each difference from Agent Lightning 0.3 is explained."""
@@ -74,3 +74,31 @@ def module_getattr(module: str, names: dict[str, Target], dropped: dict[str, str
         return target()
 
     return __getattr__
+
+
+def store_client_options(
+    url: str | None,
+    server_address: str | None,
+    retry_delays: Sequence[float] | None,
+    request_timeout: float | None,
+) -> tuple[str, dict[str, Any]]:
+    """``LightningStoreClient``'s URL and the settings Agent Lightning 0.3's arguments ask for.
+
+    ``server_address`` is 0.3's name of ``url``; ``retry_delays`` (one delay per retry) becomes
+    ``retries=len(retry_delays)`` and ``backoff=(first, largest)``; ``request_timeout`` becomes ``timeout``.
+    """
+    if (url is None) == (server_address is None):
+        raise TypeError(
+            "LightningStoreClient needs the store URL once: url=... (or 0.3's server_address=...)."
+        )
+    options: dict[str, Any] = {}
+    if retry_delays is not None:
+        delays = [float(delay) for delay in retry_delays]
+        if any(delay < 0 for delay in delays):
+            raise ValueError(f"LightningStoreClient retry_delays must be >= 0, got {list(retry_delays)}.")
+        options["retries"] = len(delays)
+        if delays:
+            options["backoff"] = (delays[0], max(delays))
+    if request_timeout is not None:
+        options["timeout"] = request_timeout
+    return str(url if url is not None else server_address), options

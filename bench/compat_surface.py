@@ -188,6 +188,9 @@ def main() -> None:
     parser.add_argument("--agentlightning-src", type=pathlib.Path, required=True)
     parser.add_argument("--details", action="store_true", help="list every missing name and signature gap")
     args = parser.parse_args()
+    # measure this checkout's agl_core even when the venv has no install of it (else every name is "missing")
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+    importlib.import_module("agl_core")
     surface = Surface(args.agentlightning_src)
 
     report: dict[str, Any] = {}

@@ -46,9 +46,6 @@ EXPECTED = {
 }
 
 NOT_PROVIDED = {
-    "AgentLightningClient": "v0.1 HTTP stack",
-    "AgentLightningServer": "v0.1 HTTP stack",
-    "DevTaskLoader": "v0.1 HTTP stack",
     "LegacyAgentRunner": "v0.1 HTTP stack",
     "CollectionBasedLightningStore": "collections layer",
 }

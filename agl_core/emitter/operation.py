@@ -64,7 +64,14 @@ def _output_attributes(value: Any) -> dict[str, Any]:
 class OperationContext:
     """An operation span: use it with ``with`` (``set_input``/``set_output``) or call it on a function."""
 
-    def __init__(self, attributes: dict[str, Any], propagate: bool = True) -> None:
+    def __init__(
+        self, attributes: dict[str, Any], propagate: bool = True, *, name: str = AGL_OPERATION
+    ) -> None:
+        if isinstance(attributes, str):  # Agent Lightning 0.3's OperationContext(name, attributes, propagate)
+            raise TypeError(
+                "OperationContext takes (attributes, propagate, *, name=...): pass the span name as name=..."
+            )
+        self.name = name
         self.propagate = propagate
         self.initial_attributes = flatten_attributes(attributes, expand_leaf_lists=False)
         self._manager: AbstractContextManager[SpanRecordingContext] | None = None
@@ -74,7 +81,7 @@ class OperationContext:
     def _open(self, extra: dict[str, Any] | None = None) -> AbstractContextManager[SpanRecordingContext]:
         tracer = resolve_tracer(self.propagate, "operation span")
         attributes = sanitize_attributes({**(extra or {}), **self.initial_attributes})
-        return tracer.operation_context(AGL_OPERATION, attributes=attributes)
+        return tracer.operation_context(self.name, attributes=attributes)
 
     # -------------------------------------------------------------- context-manager form
 

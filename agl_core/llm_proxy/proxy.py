@@ -24,6 +24,7 @@ from agl_core.llm_proxy.backends import (
 from agl_core.llm_proxy.forward import ForwardContext
 from agl_core.llm_proxy.guard import RequestGuard
 from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
+from agl_core.llm_proxy.legacy_options import resolve_legacy_options
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
@@ -58,7 +59,7 @@ class LLMProxy:
         backends: Model name -> replica(s); see :mod:`agl_core.llm_proxy.backends`.
         store: Where spans go; can be set later with :meth:`set_store`.
         host: Interface to listen on.
-        port: TCP port; 0 picks a free one at :meth:`start`.
+        port: TCP port; 0 (or None, as in 0.3) picks a free one at :meth:`start`.
         token: When set, callers must send ``Authorization: Bearer <token>`` (``/health`` excepted).
         model_list: Agent Lightning 0.3 / LiteLLM ``model_list`` instead of ``backends``.
         access_host: Host name put in :attr:`endpoint`; defaults to ``host``, or this machine's address
@@ -80,6 +81,9 @@ class LLMProxy:
             turns this DNS-rebinding check off. With a token any name is accepted.
         allowed_origins: Browser origins allowed to call the proxy (none by default: requests with an
             ``Origin`` header are refused); ``["*"]`` allows any, without credentials.
+        callbacks, litellm_config, num_retries, num_workers, launch_mode, launcher_args, middlewares:
+            Agent Lightning 0.3's arguments, keyword-only here; see
+            :mod:`agl_core.llm_proxy.legacy_callbacks` and :mod:`agl_core.llm_proxy.legacy_options`.
     """
 
     def __init__(
@@ -87,7 +91,7 @@ class LLMProxy:
         backends: BackendsSpec | None = None,
         store: LightningStore | None = None,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = 0,
         token: str | None = None,
         *,
         model_list: Sequence[ModelConfig] | None = None,
@@ -108,8 +112,24 @@ class LLMProxy:
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
         callbacks: Sequence[object] | None = None,
+        litellm_config: Mapping[str, Any] | None = None,
+        num_retries: int | None = None,
+        num_workers: int = 1,
+        launch_mode: str = "mp",
+        launcher_args: object | None = None,
+        middlewares: Sequence[object] | None = None,
     ) -> None:
-        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's argument
+        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's arguments, from here to `port = ...`
+        max_retries = resolve_legacy_options(
+            max_retries,
+            litellm_config=litellm_config,
+            num_retries=num_retries,
+            num_workers=num_workers,
+            launch_mode=launch_mode,
+            launcher_args=launcher_args,
+            middlewares=middlewares,
+        )
+        port = 0 if port is None else port
         if backends is not None and model_list is not None:
             raise ValueError("Pass either backends or model_list to LLMProxy, not both.")
         if not 0 <= port <= 65535:

@@ -34,7 +34,13 @@ class LightningSpanProcessor(SpanProcessor):
     global one) joins a parent made on another (agl's own), whatever thread it starts in.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, disable_store_submission: bool = False) -> None:
+        if disable_store_submission:  # Agent Lightning 0.3's argument: only its default is meaningful here
+            raise ValueError(
+                "LightningSpanProcessor(disable_store_submission=True) is not supported: agl writes spans to "
+                "the store of the trace context; open the trace context without a store to keep them local."
+            )
+        self.disable_store_submission = False
         self._owners = _OWNERS
 
     def on_start(self, span: SdkSpan, parent_context: Context | None = None) -> None:

@@ -51,9 +51,6 @@ def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: P
 
 
 DROPPED = [
-    ("agl_core.client", "AgentLightningClient", "Trainer.fit"),
-    ("agl_core.client", "DevTaskLoader", "InMemoryLightningStore"),
-    ("agl_core.server", "AgentLightningServer", "agl store serve"),
     ("agl_core.runner", "LegacyAgentRunner", "LitAgentRunner"),
     ("agl_core.trainer.legacy", "TrainerLegacy", "Trainer.fit"),
     ("agl_core.store.collection_based", "CollectionBasedLightningStore", "agl_core.store.logic"),

@@ -473,11 +473,8 @@ def test_every_name_of_every_03_module_resolves_or_explains(
 def test_top_level_names() -> None:
     outcomes = {name: _resolve("agl_core", name) for name in TOP_LEVEL_03}
     not_ok = {name for name, outcome in outcomes.items() if outcome != "ok"}
-    # AgentLightningClient/Server, DevTaskLoader, LegacyAgentRunner: the v0.1 stack; the collections layer
+    # LegacyAgentRunner: the v0.1 runner; the collections layer
     assert not_ok == {
-        "AgentLightningClient",
-        "AgentLightningServer",
-        "DevTaskLoader",
         "LegacyAgentRunner",
         "CollectionBasedLightningStore",
     }

@@ -35,6 +35,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import pydantic_core
 from pydantic import TypeAdapter
 
+from agl_core._compat import store_client_options
 from agl_core.store import _inputs, _logic
 from agl_core.store.base import (
     UNSET,
@@ -121,13 +122,16 @@ class LightningStoreClient(LightningStore):
         proxy: Forward proxy URL ``http://[user:pass@]host:port`` (``""``: none); default from
             ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``. Loopback servers are always reached directly.
         trust_env: Read the proxy and TLS file settings from the environment.
+        server_address, retry_delays, health_retry_delays, request_timeout, connection_timeout: Agent
+            Lightning 0.3's arguments (``server_address`` = ``url``; ``retry_delays`` sets ``retries`` and
+            ``backoff``; ``request_timeout`` = ``timeout``; the other two are accepted and unused).
 
     Only the configuration is pickled; an unpickled client opens its own connections.
     """
 
     def __init__(
         self,
-        url: str,
+        url: str | None = None,
         *,
         token: str | None = None,
         timeout: float = 30.0,
@@ -141,8 +145,20 @@ class LightningStoreClient(LightningStore):
         client_key: str | None = None,
         proxy: str | None = None,
         trust_env: bool = True,
+        server_address: str | None = None,
+        retry_delays: Sequence[float] | None = None,
+        health_retry_delays: Sequence[float] | None = None,
+        request_timeout: float | None = None,
+        connection_timeout: float | None = None,
     ) -> None:
         super().__init__(scan_debounce_seconds=0)
+        # Agent Lightning 0.3's arguments (see agl_core._compat.store_client_options)
+        url, legacy = store_client_options(url, server_address, retry_delays, request_timeout)
+        timeout, retries, backoff = (
+            legacy.get("timeout", timeout),
+            legacy.get("retries", retries),
+            legacy.get("backoff", backoff),
+        )
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise InvalidRequestError(f"LightningStoreClient needs an http:// or https:// URL, got {url!r}.")
         if timeout <= 0 or retry_timeout < 0 or retries < 0 or max_poll_seconds <= 0:
