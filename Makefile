@@ -9,7 +9,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 .PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
 .PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
-	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard
+	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -34,7 +34,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -134,3 +134,14 @@ bench-dashboard: .venv-dashboard/.installed
 
 test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
+
+# --- reporting: agl_core.reporting's experiment-tracker backends (TensorBoard, MLflow, W&B offline) ------
+# Heavy libraries, so their tests (tests/metrics/reporting) run in their own venv; all offline.
+.venv-reporting/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-reporting
+	.venv-reporting/bin/python -m pip install -q --upgrade pip
+	.venv-reporting/bin/python -m pip install -q -e '.[tensorboard,mlflow,wandb]' pytest pytest-asyncio
+	@touch $@
+
+test-reporting: .venv-reporting/.installed
+	WANDB_MODE=offline WANDB_SILENT=true .venv-reporting/bin/python -m pytest -q -p no:cacheprovider tests/metrics/reporting
