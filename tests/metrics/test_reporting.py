@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from agl_core.plugins import PluginManager
 from agl_core.reporting import MetricsReporter, ReporterGroup, open_reporters, reporter_names, scalar_metrics
 
 
@@ -96,15 +97,12 @@ def test_import_agl_core_does_not_import_prometheus_or_trackers() -> None:
     assert out.strip() == "[]"
 
 
-def test_agl_prometheus_points_at_the_metrics_endpoints() -> None:
+def test_agl_prometheus_points_at_the_metrics_endpoints(plugin_manager: PluginManager) -> None:
     from click.testing import CliRunner
 
     from agl_core.cli import build_cli
 
-    result = CliRunner().invoke(build_cli(), ["prometheus", "--port", "4748"])
-    assert result.exit_code == 1
-    assert (
-        "GET /metrics" in result.output
-        and "agl store serve" in result.output
-        and "agl proxy serve" in result.output
-    )
+    result = CliRunner().invoke(build_cli(plugin_manager), ["prometheus", "--port", "4748"])
+    assert result.exit_code == 1, result.output
+    for expected in ("GET /metrics", "agl store serve", "agl proxy serve"):
+        assert expected in result.output
