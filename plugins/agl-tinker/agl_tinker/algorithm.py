@@ -248,6 +248,14 @@ class Tinker(Algorithm):
             top_p=self.top_p,
         )
         n_steps = self.n_steps if self.n_steps is not None else max(1, len(train_dataset) // self.batch_size)
+        # opened before the proxy starts: a missing tracker fails here, with nothing to clean up
+        config = {
+            "model_name": self.model_name,
+            "learning_rate": self.learning_rate,
+            "lora_rank": self.lora_rank,
+        }
+        config.update(loss_fn=self.loss_fn, group_size=self.group_size, batch_size=self.batch_size)
+        metrics_log = MetricsLog(self.run_dir, self.reporters, config)
         proxy = self.get_llm_proxy()
         own_proxy = proxy is None
         if proxy is None:
@@ -257,13 +265,6 @@ class Tinker(Algorithm):
         started = not proxy.is_running()
         if started:
             await proxy.start()
-        config = {
-            "model_name": self.model_name,
-            "learning_rate": self.learning_rate,
-            "lora_rank": self.lora_rank,
-        }
-        config.update(loss_fn=self.loss_fn, group_size=self.group_size, batch_size=self.batch_size)
-        metrics_log = MetricsLog(self.run_dir, self.reporters, config)
         adapter = self._adapter()
         try:
             update = await store.add_resources(

@@ -223,6 +223,9 @@ class SFT(Algorithm):
             device=device,
             seed=self.seed,
         )
+        # opened before the proxy starts: a missing tracker fails here, with nothing to clean up
+        names = ["jsonl", *reporter_names(self.reporters)]  # metrics.jsonl always: the reward plot reads it
+        reporters = open_reporters(names, run_dir=self.run_dir, config=self.manifest["train_config"])
         proxy = self.get_llm_proxy()
         own = proxy is None
         proxy = proxy or LLMProxy({self.model_alias: chat}, store=store)
@@ -230,8 +233,6 @@ class SFT(Algorithm):
         if started:
             await proxy.start()
         rounds = self.n_iterations + (1 if self.evaluate_final else 0)
-        names = ["jsonl", *reporter_names(self.reporters)]  # metrics.jsonl always: the reward plot reads it
-        reporters = open_reporters(names, run_dir=self.run_dir, config=self.manifest["train_config"])
         try:
             with IterationView(self.n_iterations, self.progress) as view:
                 for iteration in range(1, rounds + 1):
