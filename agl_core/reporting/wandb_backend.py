@@ -41,5 +41,6 @@ class WandbReporter:
             self.run.log(values, step=step)
 
     def close(self) -> None:
-        """Finish the run (offline: its files are complete on disk)."""
+        """Finish the run. W&B's background service completes the files (at the latest when the process
+        exits, or at ``wandb.teardown()``)."""
         self.run.finish()

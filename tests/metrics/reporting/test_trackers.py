@@ -70,10 +70,16 @@ def test_wandb_offline_run_is_written_to_the_run_folder(
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     _log_all(["wandb"], tmp_path)
+    import wandb
+
+    wandb.teardown()  # W&B's service writes the offline file in the background; stopping it flushes it
     [run_folder] = list((tmp_path / "wandb").glob("offline-run-*"))
     [data] = list(run_folder.glob("run-*.wandb"))
+    records = _wandb_records(data)
+    kinds = [record.WhichOneof("record_type") for record in records]
+    assert "exit" in kinds, f"incomplete run file: {kinds} {data.stat().st_size} {data.read_bytes()[:40]!r}"
     by_step: dict[int, dict[str, object]] = {}  # history items merged per W&B step
-    for record in _wandb_records(data):
+    for record in records:
         if record.WhichOneof("record_type") == "history":
             items = {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in record.history.item}
             by_step.setdefault(int(record.history.step.num), {}).update(items)
@@ -82,7 +88,7 @@ def test_wandb_offline_run_is_written_to_the_run_folder(
         {"step": 1, "reward_mean": 0.25, "loss": 2},
         {"step": 2, "reward_mean": 0.5, "loss": 1.5, "kept": 3},
         {"step": 3, "reward_mean": 0.75, "loss": 1, "kept": 4},
-    ]
+    ], kinds
     assert os.environ["WANDB_MODE"] == "offline"
 
 
