@@ -9,7 +9,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 .PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
 .PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
-	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard
+	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
@@ -35,7 +35,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents docs
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -149,3 +149,14 @@ test-agents: .venv-agents/.installed
 docs: .venv-docs/.installed
 	NO_MKDOCS_2_WARNING=1 .venv-docs/bin/mkdocs build --strict
 	.venv-docs/bin/python tools/docs_site.py check-offline build/site
+
+# --- reporting: agl_core.reporting's experiment-tracker backends (TensorBoard, MLflow, W&B offline) ------
+# Heavy libraries, so their tests (tests/metrics/reporting) run in their own venv; all offline.
+.venv-reporting/.installed: pyproject.toml
+	$(PYTHON) -m venv .venv-reporting
+	.venv-reporting/bin/python -m pip install -q --upgrade pip
+	.venv-reporting/bin/python -m pip install -q -e '.[tensorboard,mlflow,wandb]' pytest pytest-asyncio
+	@touch $@
+
+test-reporting: .venv-reporting/.installed
+	WANDB_MODE=offline WANDB_SILENT=true .venv-reporting/bin/python -m pytest -q -p no:cacheprovider tests/metrics/reporting

@@ -5,7 +5,8 @@
   serves a store as 0.3 did (host 0.0.0.0, port 4747, in-memory backend); it runs ``agl store serve``.
 * ``agl vllm ARGS...`` runs vLLM's own command line (``agl vllm serve MODEL``). 0.3 patched vLLM first so
   responses carried token ids; vLLM >= 0.10.2 returns them itself and agl's LLM proxy records them.
-* ``agl prometheus`` and ``agl agentops`` exit with status 1 and a message naming what replaces them.
+* ``agl prometheus`` and ``agl agentops`` exit with status 1 and a message naming what replaces them
+  (for ``agl prometheus``: ``GET /metrics`` on ``agl store serve`` and ``agl proxy serve``).
 """
 
 from __future__ import annotations
@@ -96,10 +97,11 @@ def vllm_command(args: tuple[str, ...]) -> None:
 @click.command(name="prometheus", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def prometheus_command(args: tuple[str, ...]) -> None:
-    """Agent Lightning 0.3's Prometheus metrics server; agl has none (prints what to use)."""
+    """Agent Lightning 0.3's separate Prometheus exporter; agl's servers export their own (prints where)."""
     click.echo(
-        "error: agl has no Prometheus metrics server. Store counters are served by `agl store serve` at "
-        "GET /v1/agl/statistics, and the trainer shows live progress.",
+        "error: agl needs no separate Prometheus exporter: `agl store serve` and `agl proxy serve` each "
+        "serve GET /metrics (Prometheus text format; send the server's bearer token when it has one). "
+        "Scrape those instead. Store counters as JSON: GET /v1/agl/statistics. See docs/metrics.md.",
         err=True,
     )
     sys.exit(1)

@@ -1,6 +1,7 @@
 """Compatibility module for Agent Lightning 0.3's ``agentlightning.cli.prometheus``.
 
-``main(argv)`` runs ``agl prometheus``.
+``main(argv)`` runs ``agl prometheus``, which exits 1 naming the replacement: ``GET /metrics`` on
+``agl store serve`` and ``agl proxy serve`` (docs/metrics.md).
 
 Listed in docs/migrating-from-agent-lightning.md.
 """

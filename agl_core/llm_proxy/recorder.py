@@ -284,7 +284,9 @@ class SpanRecorder:
                 self._stats.spans_failed += 1
                 continue
             try:
-                spans.append(build_span(exchange, exchange.sequence_id))
+                span = build_span(exchange, exchange.sequence_id)
+                spans.append(span)
+                self._stats.note_usage(span.attributes)
             except Exception as exc:
                 self._stats.spans_failed += 1
                 log_limited(

@@ -93,16 +93,24 @@ class ProxyServer:
 
     def build_app(self) -> web.Application:
         """The aiohttp application with every route."""
+        from agl_core.metrics.proxy_metrics import ProxyServerMetrics  # imports prometheus_client
+
+        self.metrics = ProxyServerMetrics(self.stats, lambda: self.table, lambda: self.recorder.pending)
+        timed = self.metrics.timed
+        chat, completions = timed("chat_completions", self._chat), timed("completions", self._completions)
+        responses, messages = timed("responses", self._responses), timed("messages", self._messages)
+        models = timed("models", self._models)
         app = web.Application(client_max_size=self.max_request_bytes)
         for prefix in ("", _ROLLOUT_PREFIX):
             for version in ("/v1", ""):
                 base = prefix + version
-                app.router.add_post(base + "/chat/completions", self._chat)
-                app.router.add_post(base + "/completions", self._completions)
-                app.router.add_post(base + "/responses", self._responses)
-                app.router.add_post(base + "/messages", self._messages)
-                app.router.add_get(base + "/models", self._models)
+                app.router.add_post(base + "/chat/completions", chat)
+                app.router.add_post(base + "/completions", completions)
+                app.router.add_post(base + "/responses", responses)
+                app.router.add_post(base + "/messages", messages)
+                app.router.add_get(base + "/models", models)
         app.router.add_get("/health", self._health)
+        app.router.add_get("/metrics", self._metrics)
         app.router.add_route("*", "/{tail:.*}", self._unknown)
         if self.guard.cors:
             app.on_response_prepare.append(self._cors_headers)
@@ -115,6 +123,15 @@ class ProxyServer:
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """``GET /metrics`` (Prometheus text format); needs the token when the proxy has one."""
+        try:
+            self.guard.check(request)
+            self._check_auth(request)
+        except ProxyHTTPError as exc:
+            return exc.response()
+        return await self.metrics.handle(request)
 
     async def _models(self, request: web.Request) -> web.Response:
         try:
@@ -347,6 +364,7 @@ class ProxyServer:
         original: dict[str, Any] | None = None,
     ) -> web.StreamResponse:
         """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
+        proxy_fault = False
         try:
             if api is not None and original is not None:
                 response = await answer_translated(
@@ -371,6 +389,7 @@ class ProxyServer:
                 operation,
                 exc_info=True,
             )
+            proxy_fault = True
             message = f"The LLM proxy failed: {type(exc).__name__}: {exc}"
             failure = ProxyHTTPError(500, message, code="proxy_error")
             response = failure.response() if api is None else api.error_response(failure)
@@ -378,6 +397,8 @@ class ProxyServer:
                 exchange.status, exchange.error, exchange.error_type = 500, message, "proxy_error"
         if response.status >= 400:
             self.stats.requests_failed += 1
+            if response.status >= 500 and not proxy_fault:
+                self.stats.backend_errors += 1
         return response
 
     async def _sequence_id(self, future: asyncio.Future[int | None]) -> int | None:

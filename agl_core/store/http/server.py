@@ -21,6 +21,7 @@ import asyncio
 import hmac
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
@@ -121,7 +122,12 @@ class LightningStoreServer(DelegatingLightningStore):
         self._cors_origins = frozenset(origins) if cors_origins is not None else None
         self.max_body_bytes = max_body_bytes
         self.shutdown_timeout = shutdown_timeout
-        self.api = StoreApi(store, max_body_bytes=max_body_bytes, max_wait_seconds=max_wait_seconds)
+        from agl_core.metrics.store_metrics import SpanCountingStore, StoreServerMetrics  # prometheus_client
+
+        self.metrics = StoreServerMetrics(store)
+        """Prometheus metrics served at ``GET /metrics`` (token required when the server has one)."""
+        counted = SpanCountingStore(store, self.metrics.count_spans)
+        self.api = StoreApi(counted, max_body_bytes=max_body_bytes, max_wait_seconds=max_wait_seconds)
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
         self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
@@ -161,6 +167,8 @@ class LightningStoreServer(DelegatingLightningStore):
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
             if route.method == "GET" and route.path.endswith("/health"):
                 app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+        metrics_route = Route(name="metrics", method="GET", path="/metrics", summary="Prometheus metrics.")
+        app.router.add_get("/metrics", self._wrap(metrics_route, self.metrics.handle))
         add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
         app.router.add_route("*", "/{tail:.*}", self._fallback)
         if self._cors_origins is not None:
@@ -173,8 +181,11 @@ class LightningStoreServer(DelegatingLightningStore):
         mutating = route.mutating
         expected = self._expected_auth
         cache = self._idempotency
+        observe = self.metrics.observer(route.name)
+        clock = time.perf_counter
 
         async def endpoint(request: web.Request) -> web.StreamResponse:
+            started = clock()
             try:
                 if needs_auth:
                     scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
@@ -190,6 +201,8 @@ class LightningStoreServer(DelegatingLightningStore):
                 return await handler(request)
             except Exception as exc:
                 return self._error_response(exc, request)
+            finally:
+                observe(clock() - started)
 
         endpoint.__name__ = route.name
         return endpoint

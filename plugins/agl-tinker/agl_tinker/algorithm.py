@@ -6,6 +6,7 @@ import json
 import logging
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -65,6 +66,8 @@ class Tinker(Algorithm):
         rollout_timeout: seconds to wait for one step's rollouts.
         preflight_timeout: seconds the hosted service gets to accept a TCP connection.
         progress: live table (True), log lines (False), or live only on a TTY (None).
+        reporters: trackers that also get each step's metrics (``tensorboard``, ``mlflow``, ``wandb``; None
+            reads ``$AGL_REPORTERS``); metrics.jsonl is always written. See `agl_core.reporting`.
         service_client: use this client instead of building one (for custom deployments).
     """
 
@@ -101,6 +104,7 @@ class Tinker(Algorithm):
         seed: int = 0,
         progress: bool | None = None,
         service_client: Any = None,
+        reporters: Sequence[str] | None = None,
     ) -> None:
         if backend not in ("remote", "local"):
             raise ValueError(f"backend must be 'remote' or 'local', not {backend!r}.")
@@ -138,6 +142,7 @@ class Tinker(Algorithm):
         self.api_key = api_key
         self.preflight_timeout = preflight_timeout
         self.seed = seed
+        self.reporters = reporters
         self.progress = progress
         self.service_client = service_client
         self.training_client: Any = None
@@ -243,6 +248,14 @@ class Tinker(Algorithm):
             top_p=self.top_p,
         )
         n_steps = self.n_steps if self.n_steps is not None else max(1, len(train_dataset) // self.batch_size)
+        # opened before the proxy starts: a missing tracker fails here, with nothing to clean up
+        config = {
+            "model_name": self.model_name,
+            "learning_rate": self.learning_rate,
+            "lora_rank": self.lora_rank,
+        }
+        config.update(loss_fn=self.loss_fn, group_size=self.group_size, batch_size=self.batch_size)
+        metrics_log = MetricsLog(self.run_dir, self.reporters, config)
         proxy = self.get_llm_proxy()
         own_proxy = proxy is None
         if proxy is None:
@@ -252,7 +265,6 @@ class Tinker(Algorithm):
         started = not proxy.is_running()
         if started:
             await proxy.start()
-        metrics_log = MetricsLog(self.run_dir)
         adapter = self._adapter()
         try:
             update = await store.add_resources(
@@ -271,6 +283,7 @@ class Tinker(Algorithm):
                     metrics_log.append(metrics)
                     view.update(metrics)
         finally:
+            metrics_log.close()
             if started or own_proxy:
                 await proxy.stop()
             plot_rewards(metrics_log.read(), self.run_dir / "reward.png")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +75,29 @@ class ProgressView:
 
 
 class MetricsLog:
-    """Appends one JSON object per step to ``<run_dir>/metrics.jsonl``."""
+    """Sends each step's metrics to ``<run_dir>/metrics.jsonl`` and to the trackers named in `reporters`.
 
-    def __init__(self, run_dir: Path) -> None:
+    `reporters` (or ``$AGL_REPORTERS``) may add ``tensorboard``, ``mlflow`` and ``wandb``; the JSONL file
+    is always written (the reward plot reads it). See `agl_core.reporting`.
+    """
+
+    def __init__(
+        self, run_dir: Path, reporters: Sequence[str] | None = None, config: Mapping[str, Any] | None = None
+    ) -> None:
+        from agl_core.reporting import open_reporters, reporter_names
+
         self.path = run_dir / "metrics.jsonl"
+        self._reporters = open_reporters(
+            ["jsonl", *reporter_names(reporters)], run_dir=run_dir, config=config
+        )
 
     def append(self, metrics: dict[str, Any]) -> None:
-        """Write one step's metrics (flushed at once)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(metrics) + "\n")
+        """Report one step's metrics (the JSONL line is flushed at once)."""
+        self._reporters.log(int(metrics.get("step", 0)), metrics)
+
+    def close(self) -> None:
+        """Close the trackers (flushes their files)."""
+        self._reporters.close()
 
     def read(self) -> list[dict[str, Any]]:
         """Every step logged so far (resumed runs included)."""

@@ -7,6 +7,7 @@ import json
 import logging
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,8 @@ class SFT(Algorithm):
     in process). ``engine`` overrides the choice; the choice is logged and in the manifest.
 
     The run folder gets ``metrics.jsonl``, ``reward.png``, ``manifest.json``,
-    ``iter-NNN/{adapter,merged}``.
+    ``iter-NNN/{adapter,merged}``. ``reporters`` (or ``$AGL_REPORTERS``) also sends each iteration's
+    metrics to ``tensorboard``, ``mlflow`` or ``wandb`` (see `agl_core.reporting`).
 
     Raises (when constructed):
         FileNotFoundError: ``model_name`` is not a local model folder (with a config.json).
@@ -82,6 +84,7 @@ class SFT(Algorithm):
         train_timeout: float = 3600.0,
         seed: int = 0,
         progress: bool | None = None,
+        reporters: Sequence[str] | None = None,
     ) -> None:
         folder = Path(model_name)
         if not (folder / "config.json").is_file():
@@ -127,6 +130,7 @@ class SFT(Algorithm):
         self.rollout_timeout = rollout_timeout
         self.seed = seed
         self.progress = progress
+        self.reporters = reporters
         self.current_model: Path = folder
         self.manifest: dict[str, Any] = {}
 
@@ -187,7 +191,8 @@ class SFT(Algorithm):
         self, train_dataset: Dataset[Any] | None = None, val_dataset: Dataset[Any] | None = None
     ) -> None:
         """Run ``n_iterations`` of rollouts + selection + LoRA SFT on ``train_dataset`` (val is unused)."""
-        from agl_unsloth.progress import IterationView, append_metrics, plot_rewards, read_metrics
+        from agl_core.reporting import open_reporters, reporter_names
+        from agl_unsloth.progress import IterationView, plot_rewards, read_metrics
         from agl_unsloth.serving import TransformersChatBackend, VllmChatBackend
 
         if train_dataset is None or len(train_dataset) == 0:
@@ -218,6 +223,9 @@ class SFT(Algorithm):
             device=device,
             seed=self.seed,
         )
+        # opened before the proxy starts: a missing tracker fails here, with nothing to clean up
+        names = ["jsonl", *reporter_names(self.reporters)]  # metrics.jsonl always: the reward plot reads it
+        reporters = open_reporters(names, run_dir=self.run_dir, config=self.manifest["train_config"])
         proxy = self.get_llm_proxy()
         own = proxy is None
         proxy = proxy or LLMProxy({self.model_alias: chat}, store=store)
@@ -245,11 +253,12 @@ class SFT(Algorithm):
                     if iteration <= self.n_iterations:
                         row.update(await self._train_on(iteration, rollouts))
                     row["iteration_time_s"] = round(time.perf_counter() - t0, 3)
-                    append_metrics(metrics_path, row)
+                    reporters.log(iteration, row)
                     view.update(row)
                     if iteration <= self.n_iterations:
                         chat.load(self.current_model)
         finally:
+            reporters.close()
             if started or own:
                 await proxy.stop()
             plot_rewards(read_metrics(metrics_path), self.run_dir / "reward.png")
