@@ -34,7 +34,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents
+test: venv test-core test-plugins test-demo test-dashboard test-agents docs
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -134,3 +134,17 @@ bench-dashboard: .venv-dashboard/.installed
 
 test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
+
+# --- docs (issue 26): the documentation site (MkDocs + Material + mkdocstrings), built with --strict into
+# build/site; generated pages come from tools/docs_site.py. No network at build time (no web fonts, no
+# external JS). Own venv; versions are ranges in docs/requirements.txt. Part of `make test`.
+.PHONY: docs
+.venv-docs/.installed: pyproject.toml docs/requirements.txt
+	$(PYTHON) -m venv .venv-docs
+	.venv-docs/bin/python -m pip install -q --upgrade pip
+	.venv-docs/bin/python -m pip install -q -e . -r docs/requirements.txt
+	@touch $@
+
+docs: .venv-docs/.installed
+	NO_MKDOCS_2_WARNING=1 .venv-docs/bin/mkdocs build --strict
+	.venv-docs/bin/python tools/docs_site.py check-offline build/site

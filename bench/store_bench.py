@@ -182,7 +182,10 @@ class StoreSource:
             if not base:
                 from agl_postgres.testing import PgCluster
 
-                cluster = PgCluster(durable=True).init().start()
+                # PostgreSQL's defaults (fsync on) unless AGL_BENCH_POSTGRES_FSYNC=off, which keeps
+                # SQLite's synchronous=NORMAL guarantee (a killed process loses nothing; an OS crash may)
+                durable = os.environ.get("AGL_BENCH_POSTGRES_FSYNC", "on") != "off"
+                cluster = PgCluster(durable=durable).init().start()
                 base = cluster.uri
             try:
                 yield f"{base}?schema=bench_{os.urandom(4).hex()}&pool_max_size=16"

@@ -64,7 +64,7 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
             if span.parent_id:
                 children.setdefault(span.parent_id, []).append(span)
                 parents[span.span_id] = span.parent_id
-        produced: dict[str, set[str]] = {}  # sample JSON -> span ids that produced it
+        producers: dict[str, list[OpenAIMessages]] = {}  # span id -> the samples it gave
         seen: set[str] = set()
         samples: list[OpenAIMessages] = []
         for span in sorted(spans, key=lambda s: (s.start_time is None, s.start_time or 0.0, s.sequence_id)):
@@ -87,12 +87,16 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
                     "messages": [dict(m) for m in prompt] + [reply],
                     "tools": tools or None,
                 }
-                key = json.dumps(sample["messages"], sort_keys=True, default=str)
-                if produced.get(key, set()) & _ancestors(span.span_id, parents):
-                    continue
-                produced.setdefault(key, set()).add(span.span_id)
+                outer = producers.keys() & _ancestors(span.span_id, parents) if producers else ()
+                if outer and _key(sample) in {_key(s) for o in outer for s in producers[o]}:
+                    continue  # the same call, recorded again inside a span that gave this sample
+                producers.setdefault(span.span_id, []).append(sample)
                 samples.append(sample)
         return samples
+
+
+def _key(sample: OpenAIMessages) -> str:
+    return json.dumps(sample["messages"], sort_keys=True, default=str)
 
 
 def _ancestors(span_id: str, parents: dict[str, str]) -> set[str]:

@@ -34,6 +34,8 @@ A call made while another agl-instrumented call is in progress on the same conte
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 import json
 import logging
 import os
@@ -142,11 +144,9 @@ def _server_attributes(instance: Any) -> dict[str, Any]:
     return attributes
 
 
-def _parsed(result: Any) -> Any:
-    """The response model behind a ``with_raw_response`` wrapper (or the result itself)."""
-    parse = getattr(result, "parse", None)
-    has_body = hasattr(result, "choices") or hasattr(result, "output")
-    return parse() if callable(parse) and not has_body else result
+def _is_raw_response(result: Any) -> bool:
+    """A ``with_raw_response`` / ``with_streaming_response`` result: the body comes from ``parse()``."""
+    return callable(getattr(result, "parse", None)) and hasattr(result, "http_response")
 
 
 def _is_stream(result: Any) -> bool:
@@ -208,11 +208,14 @@ class _Call:
     # -------------------------------------------------------------- results
 
     def finish(self, result: Any) -> Any:
-        """Record a complete result and end the span; a stream is wrapped and ends the span when done."""
+        """Record a complete result and end the span; a stream is wrapped and ends the span when done; a
+        raw response is wrapped and finishes the span when its body is parsed (or it is closed)."""
+        if _is_raw_response(result):
+            return _raw_response_class()(result, self)
         if self.kwargs.get("stream") is True and _is_stream(result):
             return _StreamTap(result, self)
         try:
-            self._record(_parsed(result))
+            self._record(result)
         except Exception:  # never break the user's call because of tracing
             logger.exception("agl openai instrumentation: recording a %s result failed", self.operation)
         self.span.end()
@@ -295,6 +298,53 @@ class _Call:
         )
         if self.capture:
             self._set({GEN_AI_OUTPUT_MESSAGES: _dumps(acc.output_messages())})
+
+
+@functools.cache
+def _raw_response_class() -> type:
+    """The raw-response proxy class (built on first use: ``wrapt`` is an optional dependency)."""
+    import wrapt
+
+    class RawResponse(wrapt.ObjectProxy):  # type: ignore[misc]
+        """A raw ``APIResponse`` / ``AsyncAPIResponse`` / ``LegacyAPIResponse`` (still an instance of its
+        class) whose ``parse()`` -- sync, or awaited for async clients -- records the body on the span."""
+
+        def __init__(self, raw: Any, call: _Call) -> None:
+            super().__init__(raw)
+            self._self_call = call
+            self._self_done = False
+
+        def _self_finish(self, parsed: Any) -> Any:
+            if self._self_done:
+                return parsed
+            self._self_done = True
+            return self._self_call.finish(parsed)
+
+        def parse(self, *args: Any, **kwargs: Any) -> Any:
+            """The parsed body, recorded on the span (a stream is tapped and recorded when it ends)."""
+            parsed = self.__wrapped__.parse(*args, **kwargs)
+            if inspect.isawaitable(parsed):
+                return self._self_finish_async(parsed)
+            return self._self_finish(parsed)
+
+        async def _self_finish_async(self, pending: Any) -> Any:
+            try:
+                parsed = await pending
+            except BaseException as exc:
+                if not self._self_done:
+                    self._self_done = True
+                    self._self_call.fail(exc)
+                raise
+            return self._self_finish(parsed)
+
+        def close(self) -> Any:
+            """Close the response; a body never parsed ends the span without a result."""
+            if not self._self_done:
+                self._self_done = True
+                self._self_call.span.end()
+            return self.__wrapped__.close()
+
+    return RawResponse
 
 
 class _StreamTap:

@@ -2,8 +2,9 @@
 
 ``Tracer`` is the contract, ``OtelTracer`` the OpenTelemetry implementation (registered as ``"otel"``),
 ``DummyTracer`` a backend-less one (``"dummy"``). The active tracer is context-local; see
-:mod:`agl_core.tracer.base`. ``OtelTracer`` is imported lazily so that importing this package does not
-load the OpenTelemetry SDK.
+:mod:`agl_core.tracer.base`. Spans other OpenTelemetry instrumentations make through the global provider
+reach agl through :mod:`agl_core.tracer.bridge` (opt out: ``AGL_OTEL_GLOBAL_PROVIDER=0``). ``OtelTracer``
+is imported lazily so that importing this package does not load the OpenTelemetry SDK.
 """
 
 from __future__ import annotations

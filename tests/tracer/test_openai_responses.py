@@ -163,3 +163,32 @@ async def test_failed_responses_call_is_an_error_span(
     (span,) = await store.query_spans(rollout_id)
     assert span.status.status_code == "ERROR"
     assert span.attributes["error.type"] == "BadRequestError"
+
+
+async def test_raw_and_streaming_response_wrappers_record_the_parsed_body(
+    tracer: OtelTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
+) -> None:
+    """``with_raw_response`` / ``with_streaming_response`` (the OpenAI Agents SDK streams this way)."""
+    tokenizer = llm_server.tokenizer
+    client = openai.OpenAI(api_key="test", base_url=llm_server.base_url)
+    aclient = openai.AsyncOpenAI(api_key="test", base_url=llm_server.base_url)
+    rollout_id, attempt_id = await new_attempt(store)
+    async with tracer.trace_context(rollout_id=rollout_id, attempt_id=attempt_id):
+        raw = client.chat.completions.with_raw_response.create(
+            model="policy", messages=[{"role": "user", "content": "raw chat"}]
+        )
+        assert raw.http_response.status_code == 200
+        assert raw.parse().choices[0].message.content == "raw chat"
+        async with aclient.responses.with_streaming_response.create(
+            model="policy", input="raw stream", stream=True
+        ) as response:
+            assert isinstance(response, openai.AsyncAPIResponse)
+            stream = await response.parse()
+            async for _ in stream:
+                pass
+    chat_span, responses_span = await store.query_spans(rollout_id)
+    assert chat_span.attributes[RESPONSE_TOKEN_IDS] == tokenizer.encode("raw chat")
+    assert responses_span.attributes[RESPONSE_TOKEN_IDS] == tokenizer.encode("raw stream")
+    assert json.loads(str(responses_span.attributes[GEN_AI_OUTPUT_MESSAGES]))[0]["parts"][0]["content"] == (
+        "raw stream"
+    )

@@ -19,14 +19,6 @@ def test_agents_sdk_chat_completions(fake_model: FakeOpenAIServer, path: Capture
     check_run(run_agent(agents_sdk_chat_rollout, fake_model, path))
 
 
-STREAMED_RESPONSE_LOST = pytest.mark.xfail(
-    strict=True,
-    reason="the SDK streams through client.responses.with_streaming_response.create; agl's openai "
-    "instrumentation calls the async raw response's parse() without awaiting it, so the span gets no "
-    "completion, usage or token ids",
-)
-
-
-@pytest.mark.parametrize("path", [pytest.param("tracer", marks=STREAMED_RESPONSE_LOST), "proxy"])
+@pytest.mark.parametrize("path", ["tracer", "proxy"])
 def test_agents_sdk_responses_streamed(fake_model: FakeOpenAIServer, path: CapturePath) -> None:
     check_run(run_agent(agents_sdk_streamed_rollout, fake_model, path))

@@ -132,6 +132,7 @@ class PostgresConnection:
             min_size=options["pool_min_size"],
             max_size=options["pool_max_size"],
             max_inactive_connection_lifetime=300.0,
+            reset=_keep_session,
             **self.connect_kwargs(),
         )
         if not self._migrated:
@@ -232,6 +233,15 @@ class PostgresConnection:
                     _wake(waiter)
 
         return notified
+
+
+async def _keep_session(conn: Any) -> None:
+    """Pool release hook: nothing to undo.
+
+    asyncpg's default reset sends ``RESET ALL; CLOSE ALL; UNLISTEN *; ...`` on every release, one more
+    round trip per store call. Store calls leave no session state (no ``SET``, cursors, listeners or
+    session locks), and asyncpg still rolls back a transaction left open before this hook runs.
+    """
 
 
 def _wake(future: asyncio.Future[None]) -> None:

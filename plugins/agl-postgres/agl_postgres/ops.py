@@ -37,7 +37,7 @@ from agl_postgres.codec import (
     rollout_from_row,
     worker_from_row,
 )
-from agl_postgres.sql import Params, worker_upsert
+from agl_postgres.sql import Params, SqlExpr, worker_upsert
 
 __all__ = [
     "NewRollout",
@@ -225,7 +225,7 @@ async def start_rollout(
 
 # ---------------------------------------------------------------------------------------------- claiming
 
-_CLAIM = f"""
+_CLAIM_TEMPLATE = f"""
 WITH head AS (
     SELECT ord, queue_pos FROM rollouts
     WHERE queue_pos IS NOT NULL AND status IN ('queuing', 'requeuing')
@@ -242,8 +242,14 @@ WITH head AS (
     SELECT rollout_id, ($2::text[])[n], attempt_count, 'preparing', $3::float8, $4::text, $5::text
     FROM claimed
 )
+{{worker}}
 SELECT * FROM claimed ORDER BY n
 """
+
+_CLAIM = _CLAIM_TEMPLATE.format(worker="")
+"""The claim statement without worker bookkeeping."""
+_LAST_CLAIMED_ROLLOUT = SqlExpr("(SELECT rollout_id FROM claimed ORDER BY n DESC LIMIT 1)")
+_LAST_CLAIMED_ATTEMPT = SqlExpr("(SELECT ($2::text[])[n] FROM claimed ORDER BY n DESC LIMIT 1)")
 
 _CLAIMED_BY_TOKEN = f"""
 SELECT 0, a.sequence_id, {ROLLOUT_COLUMNS}, a.attempt_id FROM attempts a
@@ -272,15 +278,22 @@ async def dequeue(
     if not claimed:
         for _ in range(_ID_TRIES):
             attempt_ids = [logic.new_attempt_id() for _ in range(limit)]
+            sql, params = _CLAIM, Params(limit, attempt_ids, now, worker_id, token)
+            if worker_id:  # the worker becomes busy with the last claim, in the same statement
+                marks = logic.worker_updates_for_attempt("preparing", "\x00r", "\x00a", now, dequeue=True)
+                exprs = {"\x00r": _LAST_CLAIMED_ROLLOUT, "\x00a": _LAST_CLAIMED_ATTEMPT}
+                updates = {k: exprs.get(v, v) if isinstance(v, str) else v for k, v in marks.items()}
+                upsert = worker_upsert(params, worker_id, updates, when="EXISTS (SELECT 1 FROM claimed)")
+                sql = _CLAIM_TEMPLATE.format(worker=f", w AS ({upsert})")
             try:
-                rows = await conn.fetch(_CLAIM, limit, attempt_ids, now, worker_id, token)
+                rows = await conn.fetch(sql, *params.values)
             except asyncpg.exceptions.UniqueViolationError:
                 continue  # a new attempt id repeated an older attempt's id of the same rollout
             claimed = [_claimed(row, attempt_ids[row[0] - 1], now, worker_id) for row in rows]
             break
         else:
             raise RuntimeError(f"Could not draw unused attempt ids after {_ID_TRIES} tries.")
-    if worker_id:
+    if worker_id and (retrying or not claimed):
         if claimed:
             last = claimed[-1]
             updates = logic.worker_updates_for_attempt(

@@ -21,6 +21,8 @@ table lock):
   index ``(rollout_id, sequence_id, ord)``.
 - ``span_counters``: last sequence id issued per rollout (row-level upserts: no table lock).
 - ``resources``, ``workers``: one row per id; ``meta``: ``latest_resources_id``.
+- ``cas_conflict()`` aborts a statement whose compare-and-set lost a race after a part of it was
+  written (SQLSTATE ``AGLCS``), so the statement applies nothing and the caller re-reads.
 - A trigger sends ``NOTIFY agl_finished`` (payload: the schema) when a rollout reaches a finished
   status, waking every `wait_for_rollouts` on any machine.
 """
@@ -32,10 +34,21 @@ from typing import Any
 
 from agl_postgres.errors import SchemaVersionError
 
-__all__ = ["FINISHED_CHANNEL", "MIGRATIONS", "Migration", "current_version", "migrate", "pending"]
+__all__ = [
+    "CAS_CONFLICT",
+    "FINISHED_CHANNEL",
+    "MIGRATIONS",
+    "Migration",
+    "current_version",
+    "migrate",
+    "pending",
+]
 
 FINISHED_CHANNEL = "agl_finished"
 """``LISTEN`` channel notified (payload: schema name) when a rollout reaches a finished status."""
+
+CAS_CONFLICT = "AGLCS"
+"""SQLSTATE raised by ``cas_conflict()``."""
 
 WATCHED_ROLLOUTS = (
     "status IN ('preparing', 'running') AND (timeout_seconds IS NOT NULL OR unresponsive_seconds IS NOT NULL)"
@@ -136,6 +149,10 @@ _V1 = Migration(
         BEGIN
             PERFORM pg_notify('{FINISHED_CHANNEL}', TG_TABLE_SCHEMA);
             RETURN NULL;
+        END $$""",
+        """CREATE FUNCTION cas_conflict() RETURNS bigint LANGUAGE plpgsql AS $$
+        BEGIN
+            RAISE EXCEPTION 'agl-postgres: the rollout changed concurrently' USING ERRCODE = 'AGLCS';
         END $$""",
         """CREATE TRIGGER rollouts_finished AFTER INSERT OR UPDATE OF status ON rollouts
             FOR EACH ROW WHEN (NEW.status IN ('failed', 'succeeded', 'cancelled'))

@@ -12,15 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import asyncpg
+
 from agl_core.store import AttemptNotFoundError, RolloutNotFoundError, logic
 from agl_core.types import PaginatedResult, Span
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 from agl_postgres.query import Column, limit_clause, order_by, page_total, where
+from agl_postgres.schema import CAS_CONFLICT
 from agl_postgres.sql import Params
 
 __all__ = [
     "SPAN_SQL",
     "SpanCache",
+    "TargetCache",
     "add_span",
     "add_spans",
     "next_sequence_id",
@@ -91,38 +95,96 @@ def _heartbeat_sets(
     return rollout_set, attempt_set
 
 
-async def add_span(conn: Any, span: Span, data: str, now: float, retrying: bool) -> Span | None:
-    """Insert one validated span with its heartbeat; None if its key is taken (changes nothing)."""
+_ADD_SPAN = f"""
+WITH s AS (
+    INSERT INTO spans ({_SPAN_INSERT_COLUMNS})
+    SELECT {_SPAN_VALUES} WHERE EXISTS (SELECT 1 FROM rollouts WHERE ord = $1::bigint AND rev = $2::bigint)
+    ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING 1
+), g AS (
+    UPDATE rollouts SET rev = rev + 1{{rollout_set}}
+    WHERE ord = $1::bigint AND rev = $2::bigint AND EXISTS (SELECT 1 FROM s) RETURNING rev
+), a AS (
+    UPDATE attempts SET {{attempt_set}}
+    WHERE rollout_id = $3::text AND attempt_id = $4::text AND EXISTS (SELECT 1 FROM g)
+)
+SELECT (SELECT count(*) FROM s), (SELECT rev FROM rollouts WHERE ord = $1::bigint),
+    CASE WHEN (SELECT count(*) FROM s) > (SELECT count(*) FROM g) THEN cas_conflict() END
+"""
+"""One span with its heartbeat, written only under the ``rev`` read (else nothing, or `cas_conflict`)."""
+
+SpanTarget = tuple[int, int, str, "str | None", str]
+"""What a span's heartbeat decision needs: rollout ord, rev, status, latest attempt id, attempt status."""
+
+
+class TargetCache:
+    """The state each attempt was left in by this store's last span write, keyed by (rollout, attempt).
+
+    A span for the same attempt then needs no read: its write is guarded by the cached ``rev``, so a
+    change by anyone else since makes it apply nothing and the call falls back to reading.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], SpanTarget] = {}
+
+    def get(self, key: tuple[str, str]) -> SpanTarget | None:
+        """The cached state of an attempt, or None."""
+        return self._items.get(key)
+
+    def put(self, key: tuple[str, str], target: SpanTarget) -> None:
+        """Remember an attempt's state (bounded: the cache is emptied when it grows past 10,000)."""
+        if len(self._items) >= 10_000:
+            self._items.clear()
+        self._items[key] = target
+
+    def drop(self, key: tuple[str, str]) -> None:
+        """Forget an attempt's state."""
+        self._items.pop(key, None)
+
+
+async def add_span(
+    conn: Any, targets: TargetCache, span: Span, data: str, now: float, retrying: bool
+) -> Span | None:
+    """Insert one validated span with its heartbeat; None if its key is taken (changes nothing).
+
+    One statement when this store wrote the attempt's last span (`TargetCache`), else a read first.
+    """
     rollout_id, attempt_id = span.rollout_id, span.attempt_id
+    key = (rollout_id, attempt_id)
+    target = None if retrying else targets.get(key)
     while True:
-        state = await conn.fetchrow(_SPAN_STATE, rollout_id, attempt_id, span.span_id)
-        if state is None:
-            raise RolloutNotFoundError(rollout_id)
-        ord_, rev, rollout_status, latest_id, attempt_status, exists = state
-        if attempt_status is None:
-            raise AttemptNotFoundError(rollout_id, attempt_id)
-        if exists:
-            return span if retrying else None  # on a retry, the earlier try stored it
+        if target is None:
+            state = await conn.fetchrow(_SPAN_STATE, rollout_id, attempt_id, span.span_id)
+            if state is None:
+                raise RolloutNotFoundError(rollout_id)
+            if state[4] is None:
+                raise AttemptNotFoundError(rollout_id, attempt_id)
+            if state[5]:
+                return span if retrying else None  # on a retry, the earlier try stored it
+            target = (state[0], state[1], state[2], state[3], state[4])
+        ord_, rev, rollout_status, latest_id, attempt_status = target
         params = Params(ord_, rev, rollout_id, attempt_id, *_span_row(span, data))
-        rollout_set, attempt_set = _heartbeat_sets(
-            params, rollout_status, attempt_status, attempt_id == latest_id, now
+        is_latest = attempt_id == latest_id
+        new_attempt, new_rollout = logic.heartbeat_transition(
+            rollout_status, attempt_status, is_latest=is_latest
         )
-        row = await conn.fetchrow(
-            f"""WITH g AS (
-                UPDATE rollouts SET rev = rev + 1{rollout_set}
-                WHERE ord = $1::bigint AND rev = $2::bigint RETURNING ord
-            ), s AS (
-                INSERT INTO spans ({_SPAN_INSERT_COLUMNS}) SELECT {_SPAN_VALUES} FROM g
-                ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING 1
-            ), a AS (
-                UPDATE attempts SET {attempt_set}
-                WHERE rollout_id = $3::text AND attempt_id = $4::text AND EXISTS (SELECT 1 FROM g)
+        rollout_set, attempt_set = _heartbeat_sets(params, rollout_status, attempt_status, is_latest, now)
+        try:
+            row = await conn.fetchrow(
+                _ADD_SPAN.format(rollout_set=rollout_set, attempt_set=attempt_set), *params.values
             )
-            SELECT (SELECT count(*) FROM g), (SELECT count(*) FROM s)""",
-            *params.values,
-        )
-        if row[0]:
-            return span if row[1] else None
+        except asyncpg.PostgresError as exc:
+            if getattr(exc, "sqlstate", None) != CAS_CONFLICT:
+                raise
+            row = None
+        if row is not None and row[0]:
+            targets.put(key, (ord_, rev + 1, new_rollout or rollout_status, latest_id, new_attempt))
+            return span
+        if row is not None and row[1] == rev:
+            return None  # a duplicate: nothing changed
+        targets.drop(key)  # someone else changed the rollout: read it again
+        target = None
 
 
 _LOCK_ROLLOUTS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["WORKER_TYPES", "Params", "worker_upsert"]
+__all__ = ["WORKER_TYPES", "Params", "SqlExpr", "worker_upsert"]
 
 WORKER_TYPES: dict[str, str] = {
     "status": "text",
@@ -18,6 +18,10 @@ WORKER_TYPES: dict[str, str] = {
     "current_attempt_id": "text",
 }
 """SQL type of every worker column a `logic.worker_updates_*` dict may name."""
+
+
+class SqlExpr(str):
+    """A SQL expression to inline in a statement instead of binding a value."""
 
 
 class Params:
@@ -44,7 +48,10 @@ def worker_upsert(
     """
     columns = ["worker_id", *updates]
     slots = [params.add(worker_id, "text")]
-    slots.extend(params.add(value, WORKER_TYPES[key]) for key, value in updates.items())
+    slots.extend(
+        value if isinstance(value, SqlExpr) else params.add(value, WORKER_TYPES[key])
+        for key, value in updates.items()
+    )
     assignments = ", ".join(f"{key} = EXCLUDED.{key}" for key in updates)
     conflict = f"DO UPDATE SET {assignments}" if updates else "DO NOTHING"
     source = f"SELECT {', '.join(slots)}" + (f" WHERE {when}" if when else "")

@@ -109,6 +109,7 @@ class PostgresLightningStore(LightningStore):
         """The effective store options (pool sizes, timeouts, schema)."""
         self._db = PostgresConnection(settings)
         self._span_cache = spans.SpanCache()
+        self._span_targets = spans.TargetCache()
 
     @classmethod
     def from_uri(cls, uri: str, **kwargs: Any) -> PostgresLightningStore:
@@ -384,8 +385,9 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.add_span`."""
         checked = logic.validate_span(span)
         data = _span_json(checked)
+        targets = self._span_targets
         return await self._run(
-            lambda conn, retrying: spans.add_span(conn, checked, data, self.clock(), retrying)
+            lambda conn, retrying: spans.add_span(conn, targets, checked, data, self.clock(), retrying)
         )
 
     async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
