@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from agl_core.store import InvalidRequestError
+from agl_core.store.logic import check_json_value
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -168,6 +169,7 @@ def resources_from_row(row: Sequence[Any]) -> ResourcesUpdate:
 
 def dump_json(name: str, value: Any) -> str:
     """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    check_json_value(name, value)  # NaN/Infinity and nesting: refused like every other store
     try:
         text = to_json(value, inf_nan_mode="constants").decode()
     except (PydanticSerializationError, TypeError, ValueError) as exc:

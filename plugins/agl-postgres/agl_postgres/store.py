@@ -222,6 +222,7 @@ class PostgresLightningStore(LightningStore):
         """Claim up to `limit` rollouts in one statement (see `LightningStore.dequeue_many_rollouts`)."""
         if isinstance(limit, bool) or not isinstance(limit, int):
             raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
+        logic.check_int_bound("limit", limit)
         return await self._dequeue(limit, worker_id)
 
     async def _dequeue(self, limit: int, worker_id: str | None) -> list[AttemptedRollout]:
