@@ -129,7 +129,9 @@ class MemoryState:
             flagged = scan_unhealthy(
                 ((rec.attempts[-1], rec.rollout.config) for rec in watched if rec.attempts), now
             )
-            for (rollout_id, attempt_id), status in flagged.items():
+            # Handled (and requeued) in rollout creation order, as in the SQLite store.
+            by_creation = sorted(flagged.items(), key=lambda item: self.rollouts[item[0][0]].order)
+            for (rollout_id, attempt_id), status in by_creation:
                 rec = self.rollouts[rollout_id]
                 self.apply_attempt_update(
                     rec, rec.attempt_index[attempt_id], now, status, UNSET, UNSET, UNSET

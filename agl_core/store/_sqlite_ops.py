@@ -98,7 +98,9 @@ _UNHEALTHY_CANDIDATES = (
     "AND a.status IN ('preparing', 'running') "
     "AND ((r.timeout_seconds IS NOT NULL AND ?1 - a.start_time > r.timeout_seconds) "
     "OR (r.unresponsive_seconds IS NOT NULL "
-    "AND ?1 - coalesce(a.last_heartbeat_time, a.start_time) > r.unresponsive_seconds))"
+    "AND ?1 - coalesce(a.last_heartbeat_time, a.start_time) > r.unresponsive_seconds)) "
+    # Flagged rollouts are handled (and requeued) in creation order, as in the memory store.
+    "ORDER BY r.ord"
 )
 
 
