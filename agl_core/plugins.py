@@ -28,6 +28,7 @@ import signal
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -197,7 +198,8 @@ class PluginManager:
         self._lock = threading.RLock()
         self._autoload = autoload
         self._entrypoints_loaded = False
-        self._commands_added: set[str] = set()
+        # plugin names whose commands each click group already has (a process may build several groups)
+        self._commands_added: weakref.WeakKeyDictionary[click.Group, set[str]] = weakref.WeakKeyDictionary()
         self._sigint = _SigintWatch()
         if builtins:
             from agl_core import __version__, _builtins
@@ -354,14 +356,15 @@ class PluginManager:
     def add_commands(self, cli: click.Group, *, builtin_only: bool = False) -> None:
         """Let every healthy plugin add its subcommands to ``cli``, one plugin at a time.
 
-        A plugin adds its commands once per manager; ``builtin_only`` skips third-party plugins.
+        A plugin adds its commands once per group; ``builtin_only`` skips third-party plugins.
         """
+        added_to_cli = self._commands_added.setdefault(cli, set())
         for record in self.records():
             if record.status != "ok" or "agl_register_commands" not in record.hooks:
                 continue
-            if (builtin_only and not record.builtin) or record.name in self._commands_added:
+            if (builtin_only and not record.builtin) or record.name in added_to_cli:
                 continue
-            self._commands_added.add(record.name)
+            added_to_cli.add(record.name)
             before = set(cli.commands)
             try:
                 with self._sigint.watching():
@@ -383,7 +386,8 @@ class PluginManager:
             for registry in self._registries.values():
                 registry.remove_plugin(name)
             self._records.pop(name, None)
-            self._commands_added.discard(name)
+            for names in self._commands_added.values():
+                names.discard(name)
 
     def failures(self) -> list[PluginRecord]:
         """Records of plugins that failed."""

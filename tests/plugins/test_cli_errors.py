@@ -136,3 +136,10 @@ def _passes_arguments_through(group: click.Group, path: tuple[str, ...]) -> bool
         assert isinstance(command, click.Group)
         command = command.commands[name]
     return bool(command.context_settings.get("ignore_unknown_options"))
+
+
+def test_every_cli_built_in_one_process_has_the_built_in_commands() -> None:
+    manager = PluginManager(strict=False)
+    first, second = build_cli(manager), build_cli(manager)
+    for cli in (first, second):
+        assert {"store", "runner", "doctor", "plugins", "proxy"} <= set(cli.commands)
