@@ -24,6 +24,7 @@ from agl_core.adapter.genai import (
 )
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
+from agl_core.semconv import AGL_LLM_TOKEN_IDS_MISSING
 from agl_core.types import Span, Triplet
 
 __all__ = [
@@ -328,6 +329,16 @@ def _unreadable_problems(llm_spans: Sequence[Span]) -> list[Problem]:
     ]
 
 
+def _recorded_missing_id_reasons(spans: Sequence[Span], span_ids: set[str]) -> list[str]:
+    """The distinct reasons (``agl.llm.token_ids_missing``) the proxy wrote on the spans in `span_ids`."""
+    reasons: list[str] = []
+    for span in spans:
+        reason = span.attributes.get(AGL_LLM_TOKEN_IDS_MISSING) if span.span_id in span_ids else None
+        if isinstance(reason, str) and reason not in reasons:
+            reasons.append(reason)
+    return reasons
+
+
 def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) -> list[Problem]:
     problems: list[Problem] = []
     no_ids = [d for d in record.dropped if d.reason == "no_token_ids"]
@@ -345,6 +356,9 @@ def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) ->
         if no_ids:
             message += f" {len(no_ids)} of them were dropped for that reason."
         ids = [s.span_id for s in missing if s.span_id] + [d.span.span_id for d in no_ids]
+        reasons = _recorded_missing_id_reasons(record.spans, set(ids))
+        if reasons:
+            message += " The LLM proxy recorded why: " + "; ".join(reasons) + "."
         severity: Severity = "error" if count == total else "warning"
         problems.append(
             Problem(

@@ -27,7 +27,9 @@ from pydantic import ValidationError
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.streaming import Operation, assemble_stream
 from agl_core.semconv import (
+    AGL_LLM_CLIENT_API,
     AGL_LLM_SOURCE,
+    AGL_LLM_TOKEN_IDS_MISSING,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OPERATION_NAME,
     GEN_AI_OUTPUT_MESSAGES,
@@ -59,10 +61,10 @@ __all__ = [
 SPAN_NAME = "agl.llm_proxy.request"
 """Name of the span recorded for every proxied request."""
 
-CLIENT_API = "agl.llm.client_api"
+CLIENT_API = AGL_LLM_CLIENT_API
 """Span attribute: the API the agent spoke when the proxy translated it to chat completions."""
 
-TOKEN_IDS_MISSING = "agl.llm.token_ids_missing"
+TOKEN_IDS_MISSING = AGL_LLM_TOKEN_IDS_MISSING
 """Span attribute: why a successful call has no prompt and/or response token ids (absent when it has both)."""
 
 _NO_IDS_HINT = (

@@ -13,6 +13,7 @@ import openai
 import pytest
 from aiohttp import web
 
+from agl_core.adapter.doctor import diagnose_rollout
 from agl_core.llm_proxy import LLMProxy
 from agl_core.llm_proxy.recording import CLIENT_API, TOKEN_IDS_MISSING
 from agl_core.store.memory import InMemoryLightningStore
@@ -330,6 +331,9 @@ async def test_missing_token_ids_are_said_on_the_span_never_retokenised(
     attrs = span.attributes
     assert "prompt_token_ids" not in attrs and "response_token_ids" not in attrs
     assert "no prompt_token_ids and no response_token_ids" in attrs[TOKEN_IDS_MISSING]
+    report = await diagnose_rollout(store, rollout.rollout_id, adapter="proxy-triplet")
+    [problem] = [p for p in report.report.problems if p.code == "missing_token_ids"]
+    assert attrs[TOKEN_IDS_MISSING] in problem.message  # agl doctor quotes the proxy's reason
 
 
 class _Sampler:
