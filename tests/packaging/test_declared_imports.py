@@ -21,9 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 KNOWN_DISTRIBUTIONS = {
     "google": "protobuf",
     "graphviz": "graphviz",
+    "mlflow": "mlflow-skinny",
     "pyarrow": "pyarrow",
     "pynvml": "nvidia-ml-py",
+    "tensorboard": "tensorboard",
     "vllm": "vllm",
+    "wandb": "wandb",
 }
 
 
