@@ -57,8 +57,6 @@ DROPPED = [
     ("agl_core.utils.server_launcher", "PythonServerLauncher", "LightningStoreServer"),
     ("agl_core.utils.otlp", "LightningStoreOTLPExporter", "/v1/traces"),
     ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
-    ("agl_core.instrumentation.vllm", "instrument_vllm", "LLM proxy"),
-    ("agl_core.instrumentation.agentops", "instrument_agentops", "agl-agentops"),
     ("agl_core.execution.inter_process", "InterProcessExecutionStrategy", "'cs'"),
 ]
 
