@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+import prometheus_client.values  # noqa: F401 (chooses its value class now, before a test sets the env)
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.trace import StatusCode
