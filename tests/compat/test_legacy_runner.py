@@ -84,3 +84,49 @@ def test_result_shapes_become_the_posted_rollout() -> None:
     legacy = agl.RolloutLegacy(rollout_id="old", final_reward=1.0, metadata={"k": "v"})
     kept = runner._to_rollout_object(legacy, "r2")
     assert kept.rollout_id == "r2" and kept.final_reward == 1.0 and kept.metadata == {"k": "v"}
+
+
+def test_trainer_legacy_fit_v0_in_dev_mode() -> None:
+    from agl_core.trainer.legacy import TrainerLegacy
+
+    loader = _loader([{"q": "a"}, {"q": "b"}])
+    agent = EchoAgent()
+    trainer = TrainerLegacy(dev=True, n_workers=1, max_tasks=2)
+    trainer.fit_v0(agent, train_data=[], dev_data=loader)
+    assert [r.rollout_id for r in loader.rollouts] == ["t0", "t1"]
+    assert all(r.final_reward == 0.75 and r.trace for r in loader.rollouts)
+    with pytest.raises(ValueError, match="dev_data must be provided"):
+        TrainerLegacy(dev=True).fit_v0(agent, train_data=[])
+    with pytest.raises(ValueError, match="http://"):
+        TrainerLegacy().fit_v0(agent, train_data="localhost:1234")
+
+
+def test_trainer_legacy_runs_worker_processes_against_a_server() -> None:
+    import asyncio
+    import threading
+
+    from agl_core.trainer.legacy import TrainerLegacy
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def call(coro: Any, timeout: float = 60) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    with pytest.warns(DeprecationWarning):
+        server = agl.AgentLightningServer(host="127.0.0.1", port=0)
+    call(server.start())
+    try:
+        resources_id = call(
+            server.update_resources({"prompt": agl.PromptTemplate(template="Q: {q}", engine="f-string")})
+        )
+        ids = [call(server.queue_task({"q": q}, mode="train", resources_id=resources_id)) for q in ("a", "b")]
+        trainer = TrainerLegacy(n_workers=2, max_tasks=1)
+        trainer.fit_v0(EchoAgent(), train_data=server.endpoint)
+        finished = [call(server.poll_completed_rollout(rollout_id, timeout=30)) for rollout_id in ids]
+        assert all(r is not None and r.final_reward == 0.75 for r in finished)
+    finally:
+        call(server.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
