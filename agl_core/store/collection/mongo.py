@@ -13,8 +13,8 @@ __all__: list[str] = []
 _NAMES: dict[str, Any] = {}
 
 _REASON = (
-    "agl's collections layer (agl_core.store.collection) is in memory only; MongoDB is the agl-mongo "
-    "plugin's MongoLightningStore (pip install agl-mongo)"
+    "agl's collections layer (agl_core.store.collection) is in memory only; for MongoDB use the agl-mongo "
+    "plugin's MongoLightningStore (a LightningStore, not collections)"
 )
 
 _DROPPED: dict[str, str] = dict.fromkeys(
