@@ -10,9 +10,28 @@ from agl_core._compat import module_getattr
 
 __all__ = ["LightningStoreClient", "LightningStoreServer"]  # noqa: F822 (resolved by __getattr__)
 
+# 0.3's request and response models of the store API -> agl's models of the same bodies (same paths
+# under /v1/agl, same field names; agl's refuse unknown fields).
+_MODELS = "agl_core.store.http.models"
 _NAMES: dict[str, Any] = {
     "LightningStoreClient": "agl_core.store.http:LightningStoreClient",
     "LightningStoreServer": "agl_core.store.http:LightningStoreServer",
+    "RolloutRequest": f"{_MODELS}:StartRolloutBody",
+    "DequeueRolloutRequest": f"{_MODELS}:DequeueBody",
+    "DequeueManyRolloutsRequest": f"{_MODELS}:DequeueBody",
+    "EnqueueManyRolloutsRequest": f"{_MODELS}:EnqueueBody",
+    "StartAttemptRequest": f"{_MODELS}:StartAttemptBody",
+    "QueryRolloutsRequest": f"{_MODELS}:RolloutQuery",
+    "QueryAttemptsRequest": f"{_MODELS}:AttemptQuery",
+    "QueryResourcesRequest": f"{_MODELS}:ResourcesQuery",
+    "QuerySpansRequest": f"{_MODELS}:SpanQuery",
+    "QueryWorkersRequest": f"{_MODELS}:WorkerQuery",
+    "UpdateRolloutRequest": f"{_MODELS}:UpdateRolloutBody",
+    "UpdateAttemptRequest": f"{_MODELS}:UpdateAttemptBody",
+    "UpdateWorkerRequest": f"{_MODELS}:UpdateWorkerBody",
+    "WaitForRolloutsRequest": f"{_MODELS}:WaitBody",
+    "NextSequenceIdRequest": f"{_MODELS}:NextSequenceIdBody",
+    "NextSequenceIdResponse": f"{_MODELS}:SequenceIdResponse",
 }
 
 API_V1_PREFIX = "/v1"
@@ -22,33 +41,7 @@ API_AGL_PREFIX = "/agl"
 API_V1_AGL_PREFIX = API_V1_PREFIX + API_AGL_PREFIX
 """Where `agl store serve` serves the store API (``/v1/agl``), as in Agent Lightning 0.3."""
 
-_REQUEST_MODELS_REASON = (
-    "agl's store server has its own request bodies (agl_core.store.http.models; the OpenAPI document is "
-    "at /v1/agl/openapi.json): talk to it through LightningStoreClient"
-)
-
 _DROPPED: dict[str, str] = {
-    **dict.fromkeys(
-        [
-            "DequeueManyRolloutsRequest",
-            "DequeueRolloutRequest",
-            "EnqueueManyRolloutsRequest",
-            "NextSequenceIdRequest",
-            "NextSequenceIdResponse",
-            "QueryAttemptsRequest",
-            "QueryResourcesRequest",
-            "QueryRolloutsRequest",
-            "QuerySpansRequest",
-            "QueryWorkersRequest",
-            "RolloutRequest",
-            "StartAttemptRequest",
-            "UpdateAttemptRequest",
-            "UpdateRolloutRequest",
-            "UpdateWorkerRequest",
-            "WaitForRolloutsRequest",
-        ],
-        _REQUEST_MODELS_REASON,
-    ),
     "CachedStaticFiles": (
         "agl's store server is aiohttp, not FastAPI; `agl store serve` serves the dashboard itself"
     ),
