@@ -130,3 +130,4 @@ def test_trainer_legacy_runs_worker_processes_against_a_server() -> None:
         call(server.stop())
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+        loop.close()
