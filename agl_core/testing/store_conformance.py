@@ -54,7 +54,7 @@ from agl_core.store import (
     LightningStore,
     RolloutNotFoundError,
 )
-from agl_core.store._inputs import MAX_JSON_DEPTH
+from agl_core.store.logic import MAX_JSON_DEPTH
 from agl_core.testing.clock import FakeClock
 from agl_core.types import (
     LLM,
