@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, ClassVar, get_args
 
 from pydantic import ConfigDict, Field, WithJsonSchema
 
-from agl_core.types.status import ROLLOUT_STATUSES, WorkerStatus
+from agl_core.types.status import ROLLOUT_STATUSES, RolloutMode, WorkerStatus
 from agl_core.types.unset import UNSET
 
 __all__ = [
@@ -45,6 +45,7 @@ FilterLogicField = Annotated[Any, _FILTER_LOGIC]
 SortOrderField = Annotated[Any, _SORT_ORDER]
 RolloutStatusList = Annotated[Any, _enum_list_schema(ROLLOUT_STATUSES)]
 WorkerStatusList = Annotated[Any, _enum_list_schema(get_args(WorkerStatus))]
+ModeList = Annotated[Any, _enum_list_schema(get_args(RolloutMode))]
 Limit = Annotated[int, Field(description="Page size; -1 means no limit.")]
 Offset = Annotated[int, Field(description="Number of matches to skip.")]
 
@@ -56,20 +57,30 @@ class StoreQuery:
 
     __slots__ = ()
 
+    ADDED_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    """Fields Agent Lightning 0.3's signature lacks: `keywords()` leaves them out while they are None."""
+
     def keywords(self) -> dict[str, Any]:
         """The fields as keyword arguments of the store's public method (for a store overriding it)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        added = self.ADDED_FIELDS
+        return {
+            f.name: value
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            if (value := getattr(self, f.name)) is not None or f.name not in added
+        }
 
 
 @dataclass(slots=True)
 class RolloutQuery(StoreQuery):
     """Filters, sorting and paging of ``query_rollouts`` (also the query of ``GET /v1/agl/rollouts``).
 
-    The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``) are combined with
-    ``filter_logic``.
+    The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``, ``mode_in``) are
+    combined with ``filter_logic``. ``mode_in`` (new in agl) lists modes (``train``/``val``/``test``);
+    a rollout without a mode never matches it.
     """
 
     __pydantic_config__ = _QUERY_CONFIG
+    ADDED_FIELDS: ClassVar[frozenset[str]] = frozenset(("mode_in",))
 
     status_in: RolloutStatusList = None
     rollout_id_in: list[str] | None = None
@@ -79,6 +90,7 @@ class RolloutQuery(StoreQuery):
     sort_order: SortOrderField = "asc"
     limit: Limit = -1
     offset: Offset = 0
+    mode_in: ModeList = None
 
 
 @dataclass(slots=True)

@@ -435,6 +435,8 @@ class LightningStoreClient(LightningStore):
         """``POST /v1/agl/rollouts/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
         payload["rollout_id_in"] = _listify(query.rollout_id_in)
+        if query.mode_in is not None:
+            payload["mode_in"] = _listify(query.mode_in)
         return await self._post(  # type: ignore[no-any-return]
             "/rollouts/search", payload, PaginatedResult[AnyRollout], mutating=False
         )

@@ -5,16 +5,19 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from agl_core.store.errors import (
     InvalidFilterError,
 )
 from agl_core.store.logic.checks import validate_filter_logic, validate_statuses
+from agl_core.types.status import RolloutMode
 
 if TYPE_CHECKING:
     pass
 
+
+_MODES: tuple[str, ...] = get_args(RolloutMode)
 
 __all__ = [
     "MATCH_ALL",
@@ -301,6 +304,7 @@ def rollout_query_filter(
     rollout_id_in: Sequence[str] | None = None,
     rollout_id_contains: str | None = None,
     filter_logic: str = "and",
+    mode_in: Iterable[str] | None = None,
 ) -> NormalizedFilter:
     """The filter of `query_rollouts` (after `resolve_rollout_query_aliases`); validates every argument."""
     aggregate = validate_filter_logic(filter_logic)
@@ -314,7 +318,19 @@ def rollout_query_filter(
         conditions.append(FilterCondition("rollout_id", "within", _id_list("rollout_id_in", rollout_id_in)))
     if rollout_id_contains is not None:
         conditions.append(FilterCondition("rollout_id", "contains", rollout_id_contains))
+    if mode_in is not None:
+        conditions.append(FilterCondition("mode", "within", frozenset(_modes("mode_in", mode_in))))
     return NormalizedFilter(tuple(conditions), (), aggregate) if conditions else MATCH_ALL
+
+
+def _modes(name: str, values: object) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidFilterError(f"{name} must be a list of modes, e.g. ['train'], not {values!r}.")
+    modes = list(values)
+    for mode in modes:
+        if mode.__class__ is not str or mode not in _MODES:
+            raise InvalidFilterError(f"{name} lists {mode!r}; use {', '.join(map(repr, _MODES))}.")
+    return modes
 
 
 def span_query_filter(
