@@ -12,15 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError, from_json, to_json
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
 from agl_core.store.errors import InvalidRequestError
-from agl_core.store.logic import check_json_value
+from agl_core.store.logic.encoding import NAMED_RESOURCES, json_text, metadata_json_text, resources_json_text
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    NamedResources,
     ResourcesUpdate,
     Rollout,
     RolloutConfig,
@@ -71,7 +70,6 @@ WORKER_COLUMNS = (
 RESOURCES_COLUMNS = "resources_id, create_time, update_time, version, resources"
 """Column list that `resources_from_row` reads."""
 
-NAMED_RESOURCES: TypeAdapter[NamedResources] = TypeAdapter(NamedResources)
 """Validates and dumps `NamedResources` (a dict of registered resource types)."""
 
 
@@ -193,27 +191,6 @@ def resources_from_row(row: Sequence[Any]) -> ResourcesUpdate:
 # ---------------------------------------------------------------------------------------------- encoding
 
 
-def dump_json(name: str, value: Any) -> str:
-    """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
-    check_json_value(name, value)
-    try:
-        return to_json(value, inf_nan_mode="constants").decode()
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise InvalidRequestError(
-            f"{name} must be JSON-serializable to be stored in SQLite (dicts, lists, strings, numbers, "
-            f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
-        ) from None
-
-
-def metadata_json(name: str, value: object) -> str | None:
-    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
-    return dump_json(name, dict(value))
-
-
 ConfigColumns = tuple[str, Any, Any]
 """``(config JSON, timeout_seconds, unresponsive_seconds)`` of a rollout."""
 
@@ -237,15 +214,15 @@ def config_columns(config: object) -> ConfigColumns:
     return config.model_dump_json(), config.timeout_seconds, config.unresponsive_seconds
 
 
-def dump_resources(resources: object) -> str:
-    """Validate a `NamedResources` mapping and return it as JSON text."""
-    if not isinstance(resources, Mapping):
-        raise InvalidRequestError(
-            f"resources must be a dict of name -> resource (e.g. {{'main_llm': LLM(...)}}), "
-            f"got {type(resources).__name__}."
-        )
-    try:
-        validated = NAMED_RESOURCES.validate_python(dict(resources))
-    except ValidationError as exc:
-        raise InvalidRequestError(f"Invalid resources: {exc}") from None
-    return NAMED_RESOURCES.dump_json(validated).decode()
+def dump_json(name: str, value: Any) -> str:
+    """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
+    return json_text(name, value, "SQLite")
+
+
+def metadata_json(name: str, value: object) -> str | None:
+    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
+    return metadata_json_text(name, value, "SQLite")
+
+
+dump_resources = resources_json_text
+"""Validate a `NamedResources` mapping and return it as JSON text."""

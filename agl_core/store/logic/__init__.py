@@ -30,6 +30,12 @@ from agl_core.store.logic.checks import (
     validate_statuses,
     validate_worker_status,
 )
+from agl_core.store.logic.encoding import (
+    NAMED_RESOURCES,
+    json_text,
+    metadata_json_text,
+    resources_json_text,
+)
 from agl_core.store.logic.filters import (
     MATCH_ALL,
     FilterCondition,
@@ -107,6 +113,7 @@ __all__ = [
     "MATCH_ALL",
     "MAX_JSON_DEPTH",
     "MAX_STORE_INT",
+    "NAMED_RESOURCES",
     "POLL_MAX_SECONDS",
     "POLL_START_SECONDS",
     "WATCHDOG_GUARDED_METHODS",
@@ -140,7 +147,9 @@ __all__ = [
     "draw_unique_id",
     "encode_rollout_update",
     "heartbeat_transition",
+    "json_text",
     "matches",
+    "metadata_json_text",
     "new_attempt_id",
     "new_resources_id",
     "new_rollout_id",
@@ -151,6 +160,7 @@ __all__ = [
     "plan_sequence_ids",
     "poll_finished_rollouts",
     "resolve_rollout_query_aliases",
+    "resources_json_text",
     "resources_query_filter",
     "rollout_changes",
     "rollout_end_time_for",
