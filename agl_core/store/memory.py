@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import ValidationError
 
 from agl_core.store._memory_models import replace
+from agl_core.store._memory_select import select_rollouts, select_workers
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -326,17 +327,9 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            rollouts = st.rollouts
-            if wanted_ids is None:
-                candidates: Any = rollouts.values()
-            else:
-                candidates = sorted(
-                    (rollouts[i] for i in wanted_ids if i in rollouts), key=lambda rec: rec.order
-                )
-            matched = [st.view(rec) for rec in candidates if predicate(rec.rollout)]
-        return paginate(
-            sort_items(matched, query.sort_by, query.sort_order, Rollout), query.limit, query.offset
-        )
+            return select_rollouts(
+                st, where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
+            )
 
     @staticmethod
     def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
@@ -663,10 +656,9 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            matched = [w for w in st.workers.values() if predicate(w)]
-        return paginate(
-            sort_items(matched, query.sort_by, query.sort_order, Worker), query.limit, query.offset
-        )
+            return select_workers(
+                st, where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
+            )
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
@@ -682,3 +674,22 @@ class InMemoryLightningStore(LightningStore):
             updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
             st.upsert_worker(worker_id, updates)
             return st.workers[worker_id]
+
+
+def estimate_model_size(obj: Any) -> int:
+    """A rough size in bytes of a model (or container) and everything it holds, by `sys.getsizeof`.
+
+    Agent Lightning 0.3 used it to decide span eviction; agl's memory store never evicts.
+    """
+    import sys
+    from collections.abc import Mapping
+
+    from pydantic import BaseModel
+
+    if isinstance(obj, BaseModel):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.__dict__.values())
+    if isinstance(obj, Mapping):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.values())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj)
+    return sys.getsizeof(obj)
