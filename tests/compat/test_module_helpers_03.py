@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 from pathlib import Path
 
+import prometheus_client  # noqa: F401  (imported before any test sets PROMETHEUS_MULTIPROC_DIR, see below)
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.trace import StatusCode
@@ -107,6 +108,8 @@ async def test_with_active_tracer_context_covers_the_whole_block() -> None:
 
 @pytest.mark.asyncio
 async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # prometheus_client picks its value class when first imported: had that import happened with the
+    # variable set, every later metric in this process would try to write multiprocess files.
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "prom"))
     assert ensure_prometheus_dir() == str(tmp_path / "prom") and (tmp_path / "prom").is_dir()
     with pytest.raises(ValueError):
