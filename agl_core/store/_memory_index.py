@@ -25,7 +25,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from agl_core.store._logic import NormalizedFilter
+from agl_core.store.logic import NormalizedFilter
 
 __all__ = ["RankGroups", "RolloutIndex", "StartTimeOrder", "WorkerIndex", "required_statuses"]
 
