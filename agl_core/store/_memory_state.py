@@ -30,7 +30,7 @@ from agl_core.store._logic import (
 )
 from agl_core.store._memory_index import RolloutIndex, WorkerIndex
 from agl_core.store._memory_models import build, replace
-from agl_core.store._memory_spans import PackedSpan, SpanPacker
+from agl_core.store._memory_spans import SpanPacker, StoredSpan
 from agl_core.store._memory_waiters import WaiterRegistry
 from agl_core.store.base import UNSET, Unset
 from agl_core.store.errors import RolloutNotFoundError
@@ -86,7 +86,7 @@ class RolloutRecord:
         # a queued rollout costs few objects (fewer allocations, less garbage-collector work).
         self.attempts: list[Attempt] = _NOTHING  # index = sequence_id - 1
         self.attempt_index: dict[str, int] = {}
-        self.spans: list[PackedSpan | Span] = _NOTHING  # see `agl_core.store._memory_spans`
+        self.spans: list[StoredSpan] = _NOTHING  # see `agl_core.store._memory_spans`
         self.span_keys: dict[str, set[str]] = _NOTHING  # attempt id -> span ids stored for it
         self.max_span_seq = -1
         self.spans_sorted = True  # spans were added in non-decreasing sequence_id order
