@@ -801,3 +801,22 @@ class InMemoryLightningStore(LightningStore):
             updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
             st.upsert_worker(worker_id, updates)
             return st.workers[worker_id]
+
+
+def estimate_model_size(obj: Any) -> int:
+    """A rough size in bytes of a model (or container) and everything it holds, by `sys.getsizeof`.
+
+    Agent Lightning 0.3 used it to decide span eviction; agl's memory store never evicts.
+    """
+    import sys
+    from collections.abc import Mapping
+
+    from pydantic import BaseModel
+
+    if isinstance(obj, BaseModel):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.__dict__.values())
+    if isinstance(obj, Mapping):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.values())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj)
+    return sys.getsizeof(obj)
