@@ -14,7 +14,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agl_core.store._logic import (
+from agl_core.store._memory_index import RolloutIndex, WorkerIndex
+from agl_core.store._memory_models import build, replace
+from agl_core.store._memory_spans import SpanPacker, StoredSpan
+from agl_core.store.base import UNSET, Unset
+from agl_core.store.errors import RolloutNotFoundError
+from agl_core.store.logic import (
     apply_worker_updates,
     attempt_end_time_for,
     draw_unique_id,
@@ -28,12 +33,7 @@ from agl_core.store._logic import (
     worker_updates_for_attempt,
     worker_updates_for_empty_dequeue,
 )
-from agl_core.store._memory_index import RolloutIndex, WorkerIndex
-from agl_core.store._memory_models import build, replace
-from agl_core.store._memory_spans import SpanPacker, StoredSpan
-from agl_core.store._memory_waiters import WaiterRegistry
-from agl_core.store.base import UNSET, Unset
-from agl_core.store.errors import RolloutNotFoundError
+from agl_core.store.logic.waiters import WaiterRegistry
 from agl_core.types import Attempt, AttemptedRollout, Rollout
 from agl_core.types.status import (
     FINISHED_ROLLOUT_STATUSES,

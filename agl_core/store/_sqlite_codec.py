@@ -9,14 +9,14 @@ validators and extra fields, go through pydantic's JSON validation instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
-from agl_core.store._inputs import check_json_value
 from agl_core.store.errors import InvalidRequestError
+from agl_core.store.logic import check_json_value
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -35,11 +35,15 @@ __all__ = [
     "ROLLOUT_COLUMNS",
     "ROLLOUT_COLUMNS_R",
     "WORKER_COLUMNS",
+    "ConfigColumns",
     "attempt_from_row",
     "attempt_values",
+    "config_columns",
     "config_from_json",
     "construct",
     "dump_json",
+    "dump_resources",
+    "metadata_json",
     "resources_from_row",
     "rollout_from_row",
     "worker_from_row",
@@ -199,3 +203,49 @@ def dump_json(name: str, value: Any) -> str:
             f"{name} must be JSON-serializable to be stored in SQLite (dicts, lists, strings, numbers, "
             f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
         ) from None
+
+
+def metadata_json(name: str, value: object) -> str | None:
+    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
+    return dump_json(name, dict(value))
+
+
+ConfigColumns = tuple[str, Any, Any]
+"""``(config JSON, timeout_seconds, unresponsive_seconds)`` of a rollout."""
+
+_DEFAULT_CONFIG: ConfigColumns = (RolloutConfig().model_dump_json(), None, None)
+
+
+def config_columns(config: object) -> ConfigColumns:
+    """Validate a rollout config (None: the default; a `RolloutConfig`; or a dict of its fields)."""
+    if config is None:
+        return _DEFAULT_CONFIG
+    if isinstance(config, Mapping):
+        try:
+            config = RolloutConfig.model_validate(config)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"Invalid rollout config {dict(config)!r}: {exc}") from None
+    elif not isinstance(config, RolloutConfig):
+        raise InvalidRequestError(
+            "config must be a RolloutConfig (or a dict of its fields), "
+            f"got {type(config).__name__} {config!r}."
+        )
+    return config.model_dump_json(), config.timeout_seconds, config.unresponsive_seconds
+
+
+def dump_resources(resources: object) -> str:
+    """Validate a `NamedResources` mapping and return it as JSON text."""
+    if not isinstance(resources, Mapping):
+        raise InvalidRequestError(
+            f"resources must be a dict of name -> resource (e.g. {{'main_llm': LLM(...)}}), "
+            f"got {type(resources).__name__}."
+        )
+    try:
+        validated = NAMED_RESOURCES.validate_python(dict(resources))
+    except ValidationError as exc:
+        raise InvalidRequestError(f"Invalid resources: {exc}") from None
+    return NAMED_RESOURCES.dump_json(validated).decode()

@@ -637,10 +637,10 @@ async def test_status_filters_and_the_start_time_sort_read_their_indexes(
 
 
 def test_every_sortable_field_maps_to_a_column() -> None:
-    from agl_core.store._logic import sortable_fields
     from agl_core.store._sqlite_reads import ATTEMPT_SQL, ROLLOUT_SQL, WORKER_SQL
     from agl_core.store._sqlite_resources import RESOURCES_SQL
     from agl_core.store._sqlite_spans import SPAN_SQL
+    from agl_core.store.logic import sortable_fields
     from agl_core.types import Attempt, ResourcesUpdate, Rollout, Worker
 
     for model, columns in (
