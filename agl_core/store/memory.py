@@ -9,12 +9,14 @@ Design:
   never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
   return the stored snapshots themselves, so a returned object never changes after it was returned.
   Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are kept as given (do not modify a span after adding it) and never
-  changed by the store.
+  `update_*` methods. Spans are stored compactly (a tuple each, `agl_core.store._memory_spans`)
+  and every read builds new, equal `Span` objects; their nested values (attributes) are shared with
+  the added span, so do not modify a span after adding it.
 - **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + set of ``attempt_id + span_id`` keys for de-duplication) and a cached "rollout with latest
-  attempt" view. The FIFO queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are
-  dropped lazily when dequeued. The watchdog scans only an index of ``preparing``/``running``
+  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
+  status filters and the start-time sort read indexes (`agl_core.store._memory_index`). The FIFO
+  queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are dropped lazily
+  when dequeued. The watchdog scans only an index of ``preparing``/``running``
   rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
 - **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
   rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
@@ -40,6 +42,7 @@ from pydantic import ValidationError
 
 from agl_core.store._memory_models import replace
 from agl_core.store._memory_select import select_rollouts, select_workers
+from agl_core.store._memory_spans import unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -466,7 +469,7 @@ class InMemoryLightningStore(LightningStore):
     # ------------------------------------------------------------------ spans
 
     async def add_span(self, span: Span) -> Span | None:
-        """Store the span (kept as given: do not modify it afterwards) and count it as a heartbeat.
+        """Store (a compact copy of) the span and count it as a heartbeat; do not modify it afterwards.
 
         Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
         """
@@ -477,7 +480,7 @@ class InMemoryLightningStore(LightningStore):
             index = rec.attempt_index.get(span.attempt_id)
             if index is None:
                 raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-            if not st.insert_span(rec, span):
+            if not st.insert_span(rec, index, span):
                 return None
             st.heartbeat(rec, index, self.clock())
             return span
@@ -502,7 +505,7 @@ class InMemoryLightningStore(LightningStore):
             inserted: list[Span] = []
             touched: dict[tuple[RolloutRecord, int], None] = {}
             for span, target in zip(batch, located, strict=True):
-                if st.insert_span(target[0], span):
+                if st.insert_span(target[0], target[1], span):
                     inserted.append(span)
                     touched[target] = None
             if touched:
@@ -546,16 +549,15 @@ class InMemoryLightningStore(LightningStore):
             st.watchdog()
             rec = st.rollouts.get(query.rollout_id)
             if rec is None or (attempt_id == "latest" and not rec.attempts):
-                spans: list[Span] = []
+                stored: list[Any] = []
                 presorted = True
             else:
                 if attempt_id == "latest":
                     attempt_id = rec.attempts[-1].attempt_id
-                spans = list(rec.spans)
+                stored = list(rec.spans)
                 presorted = rec.spans_sorted
         # The rollout is fixed by the record; filter the attempt and the field pool outside the lock.
-        if attempt_id is not None and spans:
-            spans = [s for s in spans if s.attempt_id == attempt_id]
+        spans = unpack_spans(stored, attempt_id)
         if where.conditions and spans:
             predicate = build_predicate(NormalizedFilter(where.conditions, (), where.aggregate))
             spans = [s for s in spans if predicate(s)]
@@ -651,7 +653,7 @@ class InMemoryLightningStore(LightningStore):
     # ------------------------------------------------------------------ workers
 
     async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
-        """Workers matching the checked query."""
+        """Workers matching the checked query (status filters read the status index)."""
         predicate = build_predicate(where)
         st = self._state
         with self._lock:
