@@ -25,7 +25,7 @@ Content capture: on by default (prompts and answers are the training data). The 
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` set to ``false``/``0``/``NO_CONTENT``/
 ``EVENT_ONLY`` turns it off (token ids are still recorded).
 
-Spans are created on :data:`agl_core.tracer._routing.active_tracer_provider` by default: each call lands
+Spans are created on :data:`agl_core.tracer.routing.active_tracer_provider` by default: each call lands
 in the provider of the tracer active in the calling context, and nothing is recorded outside a trace.
 A call made while another agl-instrumented call is in progress on the same context (``parse`` calling
 ``create``) records one span.
@@ -541,7 +541,7 @@ def instrument_openai(tracer_provider: trace_api.TracerProvider | None = None) -
                 )
             return
         if tracer_provider is None:
-            from agl_core.tracer._routing import active_tracer_provider
+            from agl_core.tracer.routing import active_tracer_provider
 
             tracer_provider = active_tracer_provider
         from agl_core import __version__
