@@ -66,10 +66,16 @@ _KNOWN_HOOKS = (*_REGISTER_HOOKS, "agl_register_commands")
 class EntryPointLike(Protocol):
     """What the loader needs from an entry point (``importlib.metadata.EntryPoint`` fits)."""
 
-    name: str
-    value: str
+    @property
+    def name(self) -> str:
+        """The entry point's name (the plugin's name)."""
 
-    def load(self) -> Any: ...
+    @property
+    def value(self) -> str:
+        """The ``module:attr`` the entry point names."""
+
+    def load(self) -> Any:
+        """Import and return the plugin object."""
 
 
 @dataclass

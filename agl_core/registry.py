@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from agl_core.errors import (
     ComponentSpecError,
@@ -169,7 +169,7 @@ class RegistryEntry(Generic[T]):
     schemes: tuple[str, ...] = ()
     plugin: str = "core"
     distribution: str | None = None
-    _loaded: Any = field(default=None, repr=False)
+    _loaded: Callable[..., T] | None = field(default=None, repr=False)
 
     @property
     def target_name(self) -> str:
@@ -507,7 +507,7 @@ class Registry(Generic[T]):
                     f"Got a ready {self.kind} instance ({type(spec).__name__}) together with "
                     f"constructor arguments {sorted(kwargs)}; pass one or the other."
                 )
-            return spec
+            return cast("T", spec)
         if isinstance(spec, str):
             factory, uri = self._factory_from_string(spec)
             if uri is not None:
@@ -584,10 +584,11 @@ class Registry(Generic[T]):
         except (ImportError, AttributeError, ValueError) as exc:
             raise ComponentSpecError(f"Cannot import {self.kind} {path!r}: {exc}") from exc
 
-    def _check(self, obj: Any, spec: Any) -> T:
+    def _check(self, obj: object, spec: Any) -> T:
+        """``obj`` when it is an instance of the registry's base class (always, with no base)."""
         if self.base is not None and not isinstance(obj, self.base):
             raise ComponentSpecError(
                 f"{self.kind} spec {spec!r} produced {type(obj).__name__}, which is not a "
                 f"{self.base.__name__}."
             )
-        return obj
+        return cast("T", obj)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+import agl_core
 from agl_core import hookimpl
 from agl_core.plugins import PluginManager
 from agl_core.testing import fake_entry_point, plugin_module, records_by_name, run_cli
@@ -64,7 +65,7 @@ def _manager_with_plugins() -> PluginManager:
 def test_version() -> None:
     result = run_cli("--version")
     assert result.exit_code == 0
-    assert result.output.strip() == "agl 0.4.0"
+    assert result.output.strip() == f"agl {agl_core.__version__}"
 
 
 def test_list_json_records() -> None:
