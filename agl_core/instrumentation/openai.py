@@ -305,7 +305,7 @@ def _raw_response_class() -> type:
     """The raw-response proxy class (built on first use: ``wrapt`` is an optional dependency)."""
     import wrapt
 
-    class RawResponse(wrapt.ObjectProxy):  # type: ignore[misc]
+    class RawResponse(wrapt.ObjectProxy):  # type: ignore[type-arg]
         """A raw ``APIResponse`` / ``AsyncAPIResponse`` / ``LegacyAPIResponse`` (still an instance of its
         class) whose ``parse()`` -- sync, or awaited for async clients -- records the body on the span."""
 
