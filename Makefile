@@ -14,7 +14,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
 	@echo "make test   - install everything needed and run all tests"
-	@echo "make lint   - ruff lint + format check"
+	@echo "make lint   - ruff lint + format check + mypy type check"
 	@echo "make bench  - run the benchmarks (JSON output)"
 
 $(VENV)/.installed: pyproject.toml
@@ -59,6 +59,9 @@ test-plugins: $(addprefix test-plugin-,$(PLUGINS))
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	# --- type check (issue 21): mypy from the `dev` group, strict on agl_core, basic on the plugins;
+	# files, relaxed modules and untyped optional libraries are listed in pyproject.toml [tool.mypy]
+	$(VENV)/bin/mypy
 
 format: venv
 	$(VENV)/bin/ruff check --fix .

@@ -13,7 +13,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agl_core.hookspecs import hookimpl
+from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 __version__ = "0.4.0"
 
@@ -21,8 +21,6 @@ __version__ = "0.4.0"
 # ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
 logging.getLogger("agl_core").addHandler(logging.NullHandler())
 
-PLUGIN_API_VERSION = 1
-"""Version of the plugin contract in :mod:`agl_core.hookspecs`; bumped on incompatible changes."""
 
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {

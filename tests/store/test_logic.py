@@ -781,7 +781,7 @@ async def test_default_add_otel_span_allocates_sequence_id() -> None:
 
 def test_open_store_schemes(plugin_manager: Any) -> None:
     from agl_core.errors import UnknownComponentError
-    from agl_core.plugins import plugin_module
+    from agl_core.testing import plugin_module
 
     assert parse_store_uri("SQLite:///tmp/x.db") == "sqlite"
     with pytest.raises(InvalidRequestError, match="has no scheme"):
