@@ -168,6 +168,11 @@ def test_workers_view(watched: PageWatch, screenshot_dir: Path) -> None:
     page = watched.page
     page.goto("/#/workers")
     expect(page.locator("#workers tbody tr").first).to_be_visible()
+    # the training loop's runners finished rollouts: a worker shows a positive rate and finished attempts
+    rates = page.locator("#workers td.throughput").all_inner_texts()
+    assert any(re.fullmatch(r"\d+(\.\d+)?(e[+-]?\d+)?", r) and float(r) > 0 for r in rates), rates
+    finished = [int(n) for n in page.locator("#workers td.finished").all_inner_texts()]
+    assert sum(finished) > 0
     page.screenshot(path=str(screenshot_dir / "workers.png"))
     assert_clean(watched)
 
