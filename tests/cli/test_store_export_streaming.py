@@ -38,13 +38,15 @@ def live(kind: type) -> int:
 
 
 class CheckingWriter:
-    """Keeps no record; every few rollouts counts the spans and rollouts alive in this process."""
+    """Keeps no record; every few rollouts counts the spans and rollouts alive in this process, beyond
+    those alive before the export started (earlier tests may have left some)."""
 
     CHECK_EVERY = 40
 
     def __init__(self) -> None:
         self.records = 0
         self.writes = 0
+        self.baseline = (live(Span), live(Rollout))
         self.max_spans = 0
         self.max_rollouts = 0
 
@@ -52,8 +54,8 @@ class CheckingWriter:
         self.records += len(records)
         self.writes += 1
         if self.writes % self.CHECK_EVERY == 0:
-            self.max_spans = max(self.max_spans, live(Span))
-            self.max_rollouts = max(self.max_rollouts, live(Rollout))
+            self.max_spans = max(self.max_spans, live(Span) - self.baseline[0])
+            self.max_rollouts = max(self.max_rollouts, live(Rollout) - self.baseline[1])
 
     def flush(self, force: bool) -> int | None:
         return self.records
