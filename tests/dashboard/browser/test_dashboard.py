@@ -49,6 +49,20 @@ def test_rollouts_view_lists_sorts_filters_and_pages(watched: PageWatch, screens
     assert_clean(watched)
 
 
+def test_mode_filter_keeps_only_that_mode(watched: PageWatch) -> None:
+    page = watched.page
+    page.goto("/")
+    expect(page.locator("#rollouts tbody tr").first).to_be_visible()
+    page.select_option("#filter-mode", "train")
+    # by the server where it knows mode_in (then the pager counts only that mode), else on the page
+    summary = re.compile("status/mode/id filters|page match mode")
+    expect(page.locator("#rollouts-summary")).to_contain_text(summary)
+    modes = page.locator("#rollouts tbody tr td:nth-child(3)").all_inner_texts()
+    assert modes and set(modes) == {"train"}, modes
+    page.select_option("#filter-mode", "")
+    assert_clean(watched)
+
+
 def test_click_rollout_attempt_span_llm_call(watched: PageWatch, screenshot_dir: Path) -> None:
     page = watched.page
     page.goto("/#/rollouts")
