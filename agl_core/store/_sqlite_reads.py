@@ -106,8 +106,11 @@ def query_rollouts(
     """Rollouts matching `normalized`, sorted and paginated, each with its latest attempt."""
     condition, params = where(normalized, ROLLOUT_SQL)
     order = order_by(sort_by, sort_order, Rollout, ROLLOUT_SQL, "r.ord")
+    # the page first, then the join: joining before LIMIT/OFFSET would look up the latest attempt of every
+    # row the offset skips (1 s for the last page of 100k rollouts, instead of ~20 ms)
+    page = f"SELECT r.ord FROM rollouts r WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?"
     rows = ops.db.execute(
-        f"{_WITH_LATEST} WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?", (*params, limit, offset)
+        f"{_WITH_LATEST} WHERE r.ord IN ({page}) ORDER BY {order}", (*params, limit, offset)
     ).fetchall()
     total = page_total(rows, limit, offset)
     if total is None:

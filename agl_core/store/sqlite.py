@@ -178,7 +178,9 @@ class SqliteLightningStore(LightningStore):
         self.busy_timeout: float = float(busy_timeout)
         ops = SqliteOps(clock)
         self._ops = ops
-        self._span_cache = spans_ops.SpanCache()
+        # a read-only store serves inspection commands, which read each span once: a small cache keeps
+        # their memory flat (`agl store export` on a store of any size)
+        self._span_cache = spans_ops.SpanCache(500) if read_only else spans_ops.SpanCache()
         self._waiters = WaiterRegistry()
 
         busy = self.busy_timeout
