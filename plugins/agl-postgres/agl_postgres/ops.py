@@ -9,7 +9,10 @@ with **one statement** where it can, which PostgreSQL applies atomically:
   to ``preparing`` and inserts their attempts (any number of processes never claim a rollout twice);
 - attempt and rollout changes that depend on the current state (`agl_core.store.logic` decides) read
   the state, then write it with one compare-and-set statement guarded by the rollout's ``rev``; if
-  another writer got there first the call re-reads and decides again. The watchdog writes each flag
+  another writer got there first the call re-reads and decides again. An attempt status whose effect
+  on the rollout needs no retry decision (``succeeded``, ``running``, ``preparing``) is read, decided
+  and written in one statement: `logic`'s answer for every rollout status is passed along as a table
+  (`status_decision`), still under the ``rev`` the statement read. The watchdog writes each flag
   under the ``rev`` it read, so several stores scanning at once flag an attempt once.
 
 Worker bookkeeping rides in the same statement as the attempt write it follows.
