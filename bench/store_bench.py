@@ -1,7 +1,7 @@
 """Throughput of the hot LightningStore operations, compared with Agent Lightning 0.3.0.
 
 Usage:
-    python bench/store_bench.py --store memory|sqlite|http|postgres|<store URI>
+    python bench/store_bench.py --store memory|sqlite|http|postgres|mongo|<store URI>
         [--clients N] [--client-processes N] [--scale F] [--repeat R] [--server-store URI]
 
 Prints JSON: per operation the wall-clock ``rate`` (ops/s; spans/s for add_many_spans), for in-process
@@ -188,10 +188,30 @@ class StoreSource:
                 cluster = PgCluster(durable=durable).init().start()
                 base = cluster.uri
             try:
-                yield f"{base}?schema=bench_{os.urandom(4).hex()}&pool_max_size=16"
+                sep = "&" if "?" in base else "?"
+                yield f"{base}{sep}schema=bench_{os.urandom(4).hex()}&pool_max_size=16"
             finally:
                 if cluster is not None:
                     cluster.destroy()
+        elif self.kind == "mongo":  # nx-27017 (agl-mongo's test server), a fresh database per operation
+            base = self.uri or os.environ.get("AGL_BENCH_MONGO_URI", "")
+            server = None
+            if not base:
+                from pathlib import Path
+
+                sys.path.insert(
+                    0, str(Path(__file__).resolve().parents[1] / "plugins" / "agl-mongo" / "tests")
+                )
+                from nx_server import NxServer  # needs agl-mongo[test]
+
+                server = NxServer(Path(tempfile.mkdtemp(dir=self.scratch))).start()
+                base = server.uri
+            try:
+                sep = "&" if "?" in base else "?"
+                yield f"{base}{sep}database=bench_{os.urandom(4).hex()}"
+            finally:
+                if server is not None:
+                    server.kill()
         else:
             yield self.uri
 
@@ -200,8 +220,8 @@ def resolve_source(store: str, server_store: str, scratch: str) -> StoreSource:
     """Map the ``--store`` argument to a `StoreSource`."""
     if store in ("memory", "sqlite", "http"):
         return StoreSource(store, "", server_store, scratch)
-    if store == "postgres":  # $AGL_BENCH_POSTGRES_URI, else a throwaway cluster per operation
-        return StoreSource("postgres", "", server_store, scratch)
+    if store in ("postgres", "mongo"):  # $AGL_BENCH_<NAME>_URI, else a throwaway server per operation
+        return StoreSource(store, "", server_store, scratch)
     if store in ("memory:",):
         return StoreSource("memory", "", server_store, scratch)
     return StoreSource("uri", store, server_store, scratch)

@@ -87,7 +87,14 @@ def config_from_json(text: str) -> RolloutConfig:
         if len(_configs) >= 1024:
             _configs.clear()
         config = _configs[text] = RolloutConfig.model_validate_json(text)
-    return config.model_copy(deep=True)
+    values = dict(config.__dict__)
+    values["retry_condition"] = list(values["retry_condition"])  # its one mutable field
+    copy = RolloutConfig.__new__(RolloutConfig)
+    _set(copy, "__dict__", values)
+    _set(copy, "__pydantic_fields_set__", set(config.__pydantic_fields_set__))
+    _set(copy, "__pydantic_extra__", None)
+    _set(copy, "__pydantic_private__", None)
+    return copy
 
 
 def rollout_from_row(row: Sequence[Any], attempt: Attempt | None = None, offset: int = 0) -> Rollout:

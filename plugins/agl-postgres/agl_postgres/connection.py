@@ -18,6 +18,7 @@ driver's own messages never contain the password.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import random
 import threading
@@ -61,23 +62,39 @@ _ROLLED_BACK_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class _LoopState:
-    """The pool and the LISTEN connection of one event loop, with the waiters it wakes."""
+    """The connections and the LISTEN connection of one event loop, with the waiters they wake."""
 
     def __init__(self) -> None:
-        self.pool: asyncpg.Pool | None = None
-        self.creating: asyncio.Future[asyncpg.Pool] | None = None
+        self.idle: list[asyncpg.Connection] = []
+        """Open connections nobody uses, the most recently used last."""
+        self.size = 0
+        """Connections open, in use or being opened."""
+        self.queue: collections.deque[asyncio.Future[asyncpg.Connection | None]] = collections.deque()
+        """Calls waiting for a connection: given one, or None when they may open one."""
+        self.migrating = asyncio.Lock()
         self.listener: asyncpg.Connection | None = None
         self.waiters: set[asyncio.Future[None]] = set()
 
 
 class PostgresConnection:
-    """Pools (one per event loop), the one-time migration, the retry loop and change notifications."""
+    """Connections (a small pool per event loop), the one-time migration, retries and notifications.
+
+    The pool is this module's own rather than ``asyncpg.Pool``: taking and returning a connection
+    is a list pop and append, where asyncpg's pool spends about as much client CPU per call as the
+    query itself (a task and a timeout per acquire, a shielded task per release; measured with
+    ``tools/driver_bench.py``). A connection goes back to the pool only when its call ended cleanly
+    or with a server error outside a transaction; after anything else (a lost connection, a
+    cancellation in the middle of a query) it is closed.
+    """
 
     def __init__(self, settings: PostgresSettings) -> None:
         self.settings = settings
         self.schema: str = settings.options["schema"]
         self.retry_timeout: float = settings.options["retry_timeout"]
         self.display_uri = settings.display_uri
+        self._max_size: int = settings.options["pool_max_size"]
+        self._min_size: int = settings.options["pool_min_size"]
+        self._acquire_timeout: float = settings.options["acquire_timeout"]
         self._lock = threading.Lock()
         self._loops: dict[asyncio.AbstractEventLoop, _LoopState] = {}
         self._migrated = False
@@ -99,23 +116,6 @@ class PostgresConnection:
                 state = self._loops[loop] = _LoopState()
             return state
 
-    async def _pool(self, state: _LoopState) -> asyncpg.Pool:
-        if state.pool is not None:
-            return state.pool
-        if state.creating is None:
-            state.creating = asyncio.get_running_loop().create_future()
-            try:
-                pool = await self._create_pool()
-            except BaseException as exc:
-                state.creating.set_exception(exc)
-                state.creating.exception()  # retrieved: later callers get their own try
-                state.creating = None
-                raise
-            state.pool = pool
-            state.creating.set_result(pool)
-            return pool
-        return await asyncio.shield(state.creating)
-
     def connect_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of `asyncpg.connect` for this store (the DSN not included)."""
         options = self.settings.options
@@ -125,28 +125,97 @@ class PostgresConnection:
             "server_settings": {"search_path": quote_ident(self.schema), "application_name": "agl-postgres"},
         }
 
-    async def _create_pool(self) -> asyncpg.Pool:
-        options = self.settings.options
-        pool = await asyncpg.create_pool(
-            self.settings.dsn,
-            min_size=options["pool_min_size"],
-            max_size=options["pool_max_size"],
-            max_inactive_connection_lifetime=300.0,
-            reset=_keep_session,
-            **self.connect_kwargs(),
-        )
+    async def _open(self, state: _LoopState) -> asyncpg.Connection:
+        """A new connection; the first one of this store applies pending migrations."""
+        conn = await asyncpg.connect(self.settings.dsn, **self.connect_kwargs())
         if not self._migrated:
             try:
-                async with pool.acquire(timeout=options["acquire_timeout"]) as conn:
-                    await migrate(conn, self.schema)
+                async with state.migrating:
+                    if not self._migrated:
+                        await migrate(conn, self.schema)
+                        self._migrated = True
             except BaseException:
-                pool.terminate()
+                conn.terminate()
                 raise
-            self._migrated = True
-        return pool
+        return conn
+
+    async def _acquire(self, state: _LoopState) -> asyncpg.Connection:
+        """A connection of this loop: an idle one, a new one while under ``pool_max_size``, or the next
+        one released (waiting at most ``acquire_timeout``, then `asyncio.TimeoutError`)."""
+        while True:
+            while state.idle:
+                conn = state.idle.pop()
+                if not conn.is_closed():
+                    return conn
+                state.size -= 1
+            if state.size < self._max_size:
+                state.size += 1
+                try:
+                    conn = await self._open(state)
+                except BaseException:
+                    self._free_slot(state)
+                    raise
+                if state.size == 1 and self._min_size > 1:
+                    await self._fill(state)
+                return conn
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[asyncpg.Connection | None] = loop.create_future()
+            state.queue.append(future)
+            expiry = loop.call_later(self._acquire_timeout, _expire, future)
+            try:
+                given = await future
+            except BaseException:
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    self._give_back(state, future.result())  # handed over as we were cancelled
+                raise
+            finally:
+                expiry.cancel()
+                with contextlib.suppress(ValueError):
+                    state.queue.remove(future)
+            if given is not None and not given.is_closed():
+                return given
+            if given is not None:
+                state.size -= 1
+
+    async def _fill(self, state: _LoopState) -> None:
+        """Open idle connections up to ``pool_min_size`` (when a loop opens its first one)."""
+        while state.size < self._min_size:
+            state.size += 1
+            try:
+                conn = await self._open(state)
+            except BaseException:
+                self._free_slot(state)
+                raise
+            self._give_back(state, conn)
+
+    def _give_back(self, state: _LoopState, conn: asyncpg.Connection) -> None:
+        """Return a connection that finished its call cleanly: to a waiting call, else to the idle list."""
+        if self.closed or conn.is_closed() or conn.is_in_transaction():
+            self._discard(state, conn)
+            return
+        while state.queue:
+            waiter = state.queue.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        state.idle.append(conn)
+
+    def _discard(self, state: _LoopState, conn: asyncpg.Connection) -> None:
+        """Close a connection whose state is unknown (never reused) and free its slot."""
+        conn.terminate()
+        self._free_slot(state)
+
+    @staticmethod
+    def _free_slot(state: _LoopState) -> None:
+        state.size -= 1
+        while state.queue:  # a waiting call may open a connection in the freed slot
+            waiter = state.queue.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     async def close(self) -> None:
-        """Close every pool and listener: this loop's directly, other running loops' on their loop."""
+        """Close every connection: this loop's directly, other running loops' on their loop."""
         with self._lock:
             self.closed = True
             states = list(self._loops.items())
@@ -173,13 +242,20 @@ class PostgresConnection:
         retrying = False
         while True:
             try:
-                pool = state.pool or await self._pool(state)
-                async with pool.acquire(timeout=self.settings.options["acquire_timeout"]) as conn:
-                    try:
-                        return await call(conn, retrying)
-                    except _CONNECTION_ERRORS:
-                        conn.terminate()  # never hand a broken connection back to the pool
-                        raise
+                conn = await self._acquire(state)
+                try:
+                    result = await call(conn, retrying)
+                except _CONNECTION_ERRORS:
+                    self._discard(state, conn)  # never reuse a broken connection
+                    raise
+                except Exception:
+                    self._give_back(state, conn)  # a server or store error: the call rolled back
+                    raise
+                except BaseException:
+                    self._discard(state, conn)  # cancelled: maybe in the middle of a query
+                    raise
+                self._give_back(state, conn)
+                return result
             except _ROLLED_BACK_ERRORS:
                 self.retries += 1
                 await asyncio.sleep(random.uniform(0, 0.01))
@@ -212,7 +288,8 @@ class PostgresConnection:
         if state.listener is None or state.listener.is_closed():
             state.listener = None
             with contextlib.suppress(*_CONNECTION_ERRORS, asyncpg.PostgresError):
-                await self._pool(state)  # migrated first: NOTIFY comes from the schema's trigger
+                if not self._migrated:  # migrated first: NOTIFY comes from the schema's trigger
+                    self._give_back(state, await self._acquire(state))
                 listener = await asyncpg.connect(self.settings.dsn, **self.connect_kwargs())
                 await listener.add_listener(FINISHED_CHANNEL, self._on_notify(state))
                 state.listener = listener
@@ -235,13 +312,9 @@ class PostgresConnection:
         return notified
 
 
-async def _keep_session(conn: Any) -> None:
-    """Pool release hook: nothing to undo.
-
-    asyncpg's default reset sends ``RESET ALL; CLOSE ALL; UNLISTEN *; ...`` on every release, one more
-    round trip per store call. Store calls leave no session state (no ``SET``, cursors, listeners or
-    session locks), and asyncpg still rolls back a transaction left open before this hook runs.
-    """
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(asyncio.TimeoutError("no pooled connection was free within acquire_timeout"))
 
 
 def _wake(future: asyncio.Future[None]) -> None:
@@ -253,11 +326,12 @@ async def _close_state(state: _LoopState) -> None:
     if state.listener is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(state.listener.close(), 5.0)
-    if state.pool is not None:
+    idle, state.idle = state.idle, []
+    for conn in idle:
         try:
-            await asyncio.wait_for(state.pool.close(), 10.0)
+            await asyncio.wait_for(conn.close(), 5.0)
         except Exception:
-            state.pool.terminate()
+            conn.terminate()
 
 
 def _describe(exc: BaseException) -> str:

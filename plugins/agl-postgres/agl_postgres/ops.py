@@ -9,7 +9,10 @@ with **one statement** where it can, which PostgreSQL applies atomically:
   to ``preparing`` and inserts their attempts (any number of processes never claim a rollout twice);
 - attempt and rollout changes that depend on the current state (`agl_core.store.logic` decides) read
   the state, then write it with one compare-and-set statement guarded by the rollout's ``rev``; if
-  another writer got there first the call re-reads and decides again. The watchdog writes each flag
+  another writer got there first the call re-reads and decides again. An attempt status whose effect
+  on the rollout needs no retry decision (``succeeded``, ``running``, ``preparing``) is read, decided
+  and written in one statement: `logic`'s answer for every rollout status is passed along as a table
+  (`status_decision`), still under the ``rev`` the statement read. The watchdog writes each flag
   under the ``rev`` it read, so several stores scanning at once flag an attempt once.
 
 Worker bookkeeping rides in the same statement as the attempt write it follows.
@@ -25,7 +28,8 @@ import asyncpg
 from pydantic_core import from_json
 
 from agl_core.store import UNSET, AttemptNotFoundError, RolloutNotFoundError, logic
-from agl_core.types import Attempt, AttemptedRollout, Rollout, Worker
+from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, Worker
+from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES
 from agl_postgres.codec import (
     ATTEMPT_COLUMNS,
     ROLLOUT_COLUMNS,
@@ -145,6 +149,8 @@ async def enqueue(
                 _rollout(item, rid, resources[rid], "queuing", now)
                 for item, rid in zip(items, ids, strict=True)
             ]
+    if len(items) == 1:
+        return [await _enqueue_one(conn, items[0], ids, now)]
     pending = list(range(len(items)))
     for _ in range(_ID_TRIES):
         batch = [items[i] for i in pending]
@@ -170,6 +176,38 @@ async def enqueue(
             ]
         for i in pending:
             ids[i] = logic.new_rollout_id()
+    raise RuntimeError(f"Could not draw an unused rollout id after {_ID_TRIES} tries.")
+
+
+_ENQUEUE_ONE = f"""
+INSERT INTO rollouts (rollout_id, status, start_time, mode, resources_id, input, config, metadata,
+                      queue_pos, timeout_seconds, unresponsive_seconds)
+VALUES ($1::text, 'queuing', $2::float8, $3::text, coalesce($4::text, {_LATEST_RESOURCES}), $5::text,
+        $6::text, $7::text, nextval('queue_positions'), $8::float8, $9::float8)
+RETURNING resources_id
+"""
+"""`_ENQUEUE` for one rollout: scalar parameters, and a taken id fails the statement (no upsert)."""
+
+
+async def _enqueue_one(conn: Any, item: NewRollout, ids: list[str], now: float) -> Rollout:
+    for _ in range(_ID_TRIES):
+        try:
+            resources_id = await conn.fetchval(
+                _ENQUEUE_ONE,
+                ids[0],
+                now,
+                item.mode,
+                item.resources_id,
+                item.input_json,
+                item.config_json,
+                item.metadata_json,
+                item.timeout_seconds,
+                item.unresponsive_seconds,
+            )
+        except asyncpg.exceptions.UniqueViolationError:
+            ids[0] = logic.new_rollout_id()
+            continue
+        return _rollout(item, ids[0], resources_id, "queuing", now)
     raise RuntimeError(f"Could not draw an unused rollout id after {_ID_TRIES} tries.")
 
 
@@ -412,6 +450,117 @@ async def _write_attempt(
     return updated if written else None
 
 
+_PROBES = (
+    (RolloutConfig(), 1),
+    (RolloutConfig(max_attempts=1000, retry_condition=list(ATTEMPT_STATUSES)), 1),
+    (RolloutConfig(max_attempts=1000, retry_condition=list(ATTEMPT_STATUSES)), 1000),
+)
+_decisions: dict[str, tuple[list[str | None], list[bool]] | None] = {}
+
+
+def status_decision(status: str) -> tuple[list[str | None], list[bool]] | None:
+    """How an attempt moving to `status` moves its rollout, for a one-statement update.
+
+    ``(next, queued)``: entry ``2 * i + is_latest`` is `logic.next_rollout_status` for the rollout in
+    ``ROLLOUT_STATUSES[i]`` (None: unchanged) and whether that status queues it. None when the
+    decision also depends on the rollout's config or the attempt's number (retries), found by asking
+    `logic` under configs that allow and forbid a retry.
+    """
+    if status not in _decisions:
+        table: list[str | None] = []
+        for rollout_status in ROLLOUT_STATUSES:
+            for is_latest in (False, True):
+                answers = {
+                    logic.next_rollout_status(rollout_status, config, seq, status, is_latest=is_latest)
+                    for config, seq in _PROBES
+                }
+                if len(answers) > 1:
+                    _decisions[status] = None
+                    return None
+                table.append(answers.pop())
+        _decisions[status] = (table, [s is not None and logic.should_enqueue(s) for s in table])
+    return _decisions[status]
+
+
+_ROLLOUT_STATUS_ARRAY = "ARRAY[" + ", ".join(f"'{s}'" for s in ROLLOUT_STATUSES) + "]::text[]"
+_DECIDED_UPDATE = f"""
+WITH d AS (
+    SELECT r.ord, r.rev, a.attempt_id,
+        2 * array_position({_ROLLOUT_STATUS_ARRAY}, r.status) - 1
+            + coalesce(a.attempt_id = r.latest_attempt_id, false)::int AS k
+    FROM rollouts r LEFT JOIN attempts a
+        ON a.rollout_id = r.rollout_id AND a.attempt_id = coalesce($2::text, r.latest_attempt_id)
+    WHERE r.rollout_id = $1::text
+), g AS (
+    UPDATE rollouts r SET rev = r.rev + 1, status = coalesce(($3::text[])[d.k], r.status),
+        end_time = CASE WHEN ($3::text[])[d.k] IS NULL THEN r.end_time ELSE ($4::float8[])[d.k] END,
+        queue_pos = CASE WHEN ($3::text[])[d.k] IS NULL THEN r.queue_pos
+            WHEN ($5::bool[])[d.k] THEN coalesce(r.queue_pos, nextval('queue_positions')) END
+    FROM d WHERE r.ord = d.ord AND r.rev = d.rev AND d.attempt_id IS NOT NULL
+    RETURNING r.ord
+), u AS (
+    UPDATE attempts a SET {{assignments}}
+    FROM d WHERE a.rollout_id = $1::text AND a.attempt_id = d.attempt_id AND EXISTS (SELECT 1 FROM g)
+    RETURNING {ATTEMPT_COLUMNS}
+){{worker}}
+SELECT d.attempt_id IS NOT NULL, (SELECT count(*) FROM g), u.* FROM d LEFT JOIN u ON true
+"""
+"""Read, decide (from a `status_decision` table) and write an attempt update in one statement, under
+the ``rev`` it read; ``count(*) FROM g`` is 0 when a concurrent writer got there first."""
+
+
+async def _update_attempt_decided(
+    conn: Any,
+    rollout_id: str,
+    attempt_id: str,
+    decision: tuple[list[str | None], list[bool]],
+    status: str,
+    worker_id: Any,
+    last_heartbeat_time: Any,
+    metadata_json: Any,
+    now: float,
+) -> Attempt:
+    """`update_attempt` with a status whose effect on the rollout `status_decision` knows: one round trip."""
+    table, queued = decision
+    target = None if attempt_id == "latest" else attempt_id
+    ends = [None if s is None else logic.rollout_end_time_for(s, now) for s in table]
+    params = Params(rollout_id, target, table, ends, queued)
+    changes: dict[str, Any] = {"status": status, "end_time": logic.attempt_end_time_for(status, now)}
+    if worker_id is not UNSET:
+        changes["worker_id"] = worker_id
+    if last_heartbeat_time is not UNSET:
+        changes["last_heartbeat_time"] = last_heartbeat_time
+    if metadata_json is not UNSET:
+        changes["metadata"] = metadata_json
+    assignments = ", ".join(
+        f"{key} = {params.add(value, _ATTEMPT_TYPES[key])}" for key, value in changes.items()
+    )
+    worker = ""
+    if worker_id is UNSET or worker_id:  # the worker the attempt names after the write
+        marks = logic.worker_updates_for_attempt(status, rollout_id, "\x00a", now)
+        exprs = {"\x00a": SqlExpr("(SELECT attempt_id FROM u)")}
+        updates = {k: exprs.get(v, v) if isinstance(v, str) else v for k, v in marks.items()}
+        if worker_id is UNSET:
+            upsert = worker_upsert(
+                params,
+                SqlExpr("(SELECT worker_id FROM u)"),
+                updates,
+                when="EXISTS (SELECT 1 FROM u WHERE worker_id <> '')",
+            )
+        else:
+            upsert = worker_upsert(params, worker_id, updates, when="EXISTS (SELECT 1 FROM u)")
+        worker = f", w AS ({upsert})"
+    sql = _DECIDED_UPDATE.format(assignments=assignments, worker=worker)
+    while True:
+        row = await conn.fetchrow(sql, *params.values)
+        if row is None:
+            raise RolloutNotFoundError(rollout_id)
+        if not row[0]:
+            raise AttemptNotFoundError(rollout_id, attempt_id)
+        if row[1]:
+            return attempt_from_row(row, 2)
+
+
 async def update_attempt(
     conn: Any,
     rollout_id: str,
@@ -422,7 +571,16 @@ async def update_attempt(
     metadata_json: Any,
     now: float,
 ) -> Attempt:
-    """`LightningStore.update_attempt` with checked arguments (`UNSET` leaves a field alone)."""
+    """`LightningStore.update_attempt` with checked arguments (`UNSET` leaves a field alone).
+
+    One statement when `status` is given and its effect on the rollout needs no retry decision
+    (`status_decision`); otherwise a read, then a compare-and-set write (`_write_attempt`).
+    """
+    decision = None if status is UNSET else status_decision(status)
+    if decision is not None:
+        return await _update_attempt_decided(
+            conn, rollout_id, attempt_id, decision, status, worker_id, last_heartbeat_time, metadata_json, now
+        )
     target = None if attempt_id == "latest" else attempt_id
     while True:
         state = await conn.fetchrow(_ATTEMPT_STATE, rollout_id, target)
@@ -457,8 +615,24 @@ async def scan(conn: Any, now: float) -> int:
     return done
 
 
-async def start_attempt(conn: Any, rollout_id: str, worker_id: str | None, now: float) -> AttemptedRollout:
-    """A manual retry: a new ``preparing`` attempt; the rollout becomes ``preparing`` (off the queue)."""
+_ATTEMPT_BY_ID = (
+    f"SELECT {ROLLOUT_COLUMNS}, {ATTEMPT_COLUMNS} FROM rollouts r JOIN attempts a "
+    "ON a.rollout_id = r.rollout_id AND a.attempt_id = $2::text WHERE r.rollout_id = $1::text"
+)
+
+
+async def start_attempt(
+    conn: Any, rollout_id: str, worker_id: str | None, ids: list[str], now: float, retrying: bool
+) -> AttemptedRollout:
+    """A manual retry: a new ``preparing`` attempt; the rollout becomes ``preparing`` (off the queue).
+
+    ``ids[0]`` is the new attempt's id (redrawn in place on a collision), so a call retried after a
+    lost acknowledgement finds the attempt its earlier try created instead of starting another.
+    """
+    if retrying:
+        row = await conn.fetchrow(_ATTEMPT_BY_ID, rollout_id, ids[0])
+        if row is not None:
+            return rollout_from_row(row, attempt_from_row(row, 9))  # type: ignore[return-value]
     while True:
         row = await conn.fetchrow(
             f"SELECT r.ord, r.rev, r.attempt_count, {ROLLOUT_COLUMNS} FROM rollouts r "
@@ -467,7 +641,7 @@ async def start_attempt(conn: Any, rollout_id: str, worker_id: str | None, now: 
         )
         if row is None:
             raise RolloutNotFoundError(rollout_id)
-        attempt_id = logic.new_attempt_id()
+        attempt_id = ids[0]
         sequence_id = row[2] + 1
         params = Params(row[0], row[1], sequence_id, attempt_id, now, worker_id)
         worker = ""
@@ -489,7 +663,8 @@ async def start_attempt(conn: Any, rollout_id: str, worker_id: str | None, now: 
                 *params.values,
             )
         except asyncpg.exceptions.UniqueViolationError:
-            continue  # the new attempt id repeated an older one of this rollout: draw again
+            ids[0] = logic.new_attempt_id()  # it repeated an older attempt's id of this rollout
+            continue
         if written:
             rollout = rollout_from_row(row, offset=3)
             values = dict(rollout.__dict__)

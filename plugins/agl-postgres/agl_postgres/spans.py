@@ -203,20 +203,23 @@ SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[
 ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING
 RETURNING rollout_id, attempt_id, span_id
 """
-_TOUCH_ATTEMPTS = """
-UPDATE attempts a SET last_heartbeat_time = $1::float8, status = u.status,
-    end_time = CASE WHEN u.changed THEN u.end_time ELSE a.end_time END
-FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[], $6::float8[])
-    AS u(rollout_id, attempt_id, status, changed, end_time)
-WHERE a.rollout_id = u.rollout_id AND a.attempt_id = u.attempt_id
+_TOUCH = """
+WITH ta AS (
+    UPDATE attempts a SET last_heartbeat_time = $1::float8, status = u.status,
+        end_time = CASE WHEN u.changed THEN u.end_time ELSE a.end_time END
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::bool[], $6::float8[])
+        AS u(rollout_id, attempt_id, status, changed, end_time)
+    WHERE a.rollout_id = u.rollout_id AND a.attempt_id = u.attempt_id
+), tr AS (
+    UPDATE rollouts r SET rev = r.rev + 1, status = coalesce(u.status, r.status),
+        end_time = CASE WHEN u.status IS NULL THEN r.end_time ELSE u.end_time END,
+        queue_pos = CASE WHEN u.status IS NULL THEN r.queue_pos ELSE NULL END
+    FROM unnest($7::bigint[], $8::text[], $9::float8[]) AS u(ord, status, end_time)
+    WHERE r.ord = u.ord
+)
+SELECT 1
 """
-_TOUCH_ROLLOUTS = """
-UPDATE rollouts r SET rev = r.rev + 1, status = coalesce(u.status, r.status),
-    end_time = CASE WHEN u.status IS NULL THEN r.end_time ELSE u.end_time END,
-    queue_pos = CASE WHEN u.status IS NULL THEN r.queue_pos ELSE NULL END
-FROM unnest($1::bigint[], $2::text[], $3::float8[]) AS u(ord, status, end_time)
-WHERE r.ord = u.ord
-"""
+"""A span batch's heartbeats in one statement: its attempts, then its rollouts (``rev``, status moves)."""
 
 
 async def add_spans(
@@ -288,10 +291,11 @@ async def add_spans(
                 rollout_moves[rid] = (new_rollout, logic.rollout_end_time_for(new_rollout, now))
             else:
                 rollout_moves.setdefault(rid, (None, None))
-        await conn.execute(_TOUCH_ATTEMPTS, now, *attempt_cols)
         ords = [locked[rid][1] for rid in rollout_moves]
         await conn.execute(
-            _TOUCH_ROLLOUTS,
+            _TOUCH,
+            now,
+            *attempt_cols,
             ords,
             [m[0] for m in rollout_moves.values()],
             [m[1] for m in rollout_moves.values()],

@@ -44,10 +44,10 @@ def worker_upsert(
     """``INSERT ... ON CONFLICT DO UPDATE`` of a worker with `updates` (encoded), values into `params`.
 
     `when` (a SQL condition, e.g. ``EXISTS (SELECT 1 FROM g)``) makes the write conditional, for use
-    inside a data-modifying CTE.
+    inside a data-modifying CTE. `worker_id` may be a `SqlExpr` (the worker an updated row names).
     """
     columns = ["worker_id", *updates]
-    slots = [params.add(worker_id, "text")]
+    slots = [worker_id if isinstance(worker_id, SqlExpr) else params.add(worker_id, "text")]
     slots.extend(
         value if isinstance(value, SqlExpr) else params.add(value, WORKER_TYPES[key])
         for key, value in updates.items()

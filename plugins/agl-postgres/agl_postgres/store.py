@@ -239,8 +239,10 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.start_attempt`."""
         check_id("rollout_id", rollout_id)
         worker = logic.check_optional_str("worker_id", worker_id)
+        ids = [logic.new_attempt_id()]
         return await self._run(
-            lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, self.clock()), True
+            lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, ids, self.clock(), retrying),
+            True,
         )
 
     async def query_rollouts(

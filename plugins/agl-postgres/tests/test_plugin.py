@@ -132,11 +132,23 @@ async def test_hot_queries_use_indexes(postgres_uri: str, schema: str) -> None:
     conn = await asyncpg.connect(
         postgres_uri, server_settings={"search_path": schema, "enable_seqscan": "off"}
     )
+    decided = ops.status_decision("succeeded")
+    assert decided is not None
     try:
         hot = {
             "queue head (claim)": (ops._CLAIM, 1, ["at-1"], 0.0, None, "t"),
             "claim retry by token": (ops._CLAIMED_BY_TOKEN, "t"),
             "attempt state": (ops._ATTEMPT_STATE, "ro-1", None),
+            "attempt update in one statement": (
+                ops._DECIDED_UPDATE.format(assignments="status = $6::text", worker=""),
+                "ro-1",
+                None,
+                decided[0],
+                [None] * len(decided[0]),
+                decided[1],
+                "succeeded",
+            ),
+            "enqueue one": (ops._ENQUEUE_ONE, "ro-1", 0.0, None, None, "{}", "{}", None, None, None),
             "watchdog": (ops._UNHEALTHY, 0.0),
             "span state": (spans._SPAN_STATE, "ro-1", "at-1", "s"),
             "rollout spans": (
@@ -209,3 +221,33 @@ def test_agl_store_serve_on_postgres(postgres_uri: str, schema: str) -> None:
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+def test_one_statement_attempt_updates_decide_like_logic() -> None:
+    """The decision tables of one-statement attempt updates agree with `logic` for every state and config;
+    statuses whose effect depends on retries get no table (they read first)."""
+    from agl_postgres import ops
+
+    from agl_core.store import logic
+    from agl_core.types import RolloutConfig
+    from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES
+
+    configs = [RolloutConfig(), RolloutConfig(max_attempts=3, retry_condition=["failed", "timeout"])]
+    for status in ATTEMPT_STATUSES:
+        decision = ops.status_decision(status)
+        if status in ("failed", "timeout", "unresponsive"):
+            assert decision is None, status
+            continue
+        assert decision is not None, status
+        table, queued = decision
+        for i, rollout_status in enumerate(ROLLOUT_STATUSES):
+            for is_latest in (False, True):
+                expected = {
+                    logic.next_rollout_status(rollout_status, config, seq, status, is_latest=is_latest)
+                    for config in configs
+                    for seq in (1, 2, 5)
+                }
+                assert expected == {table[2 * i + is_latest]}, (status, rollout_status, is_latest)
+                assert queued[2 * i + is_latest] == (
+                    table[2 * i + is_latest] is not None and logic.should_enqueue(table[2 * i + is_latest])
+                )
