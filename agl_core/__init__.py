@@ -3,7 +3,7 @@
 ``import agl_core as agl`` gives the same top-level names as Agent Lightning 0.3. Names are
 imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's deprecated v0.1
 names ``AgentLightningClient``, ``AgentLightningServer`` and ``DevTaskLoader`` work and warn as in 0.3;
-``LegacyAgentRunner`` and ``CollectionBasedLightningStore`` raise an error naming the replacement; every
+``LegacyAgentRunner`` raises an error naming the replacement; every
 difference is listed in docs/migrating-from-agent-lightning.md.
 """
 
@@ -79,6 +79,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
     "agl_core.llm_proxy": ["LLMProxy"],
     "agl_core.runner": ["LitAgentRunner", "Runner"],
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
+    "agl_core.store.collection_based": ["CollectionBasedLightningStore"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
     "agl_core.store.memory": ["InMemoryLightningStore"],
     "agl_core.store.threading": ["LightningStoreThreaded"],
@@ -110,7 +111,6 @@ _NOT_PROVIDED: dict[str, str] = {
     "DevTaskLoader": "agl_core.client",
     "AgentLightningServer": "agl_core.server",
     "LegacyAgentRunner": "agl_core.runner.legacy",
-    "CollectionBasedLightningStore": "agl_core.store.collection_based",
 }
 
 

@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
-__all__ = ["NotProvidedError", "PluginName", "module_getattr", "not_provided", "store_client_options"]
+__all__ = [
+    "NotProvidedError",
+    "PluginName",
+    "import_required",
+    "module_getattr",
+    "not_provided",
+    "store_client_options",
+]
 
 MIGRATION_GUIDE = "docs/migrating-from-agent-lightning.md"
 """Where each difference from Agent Lightning 0.3 is explained."""
@@ -50,6 +58,14 @@ def not_provided(public_name: str, replacement: str) -> NotProvidedError:
     return NotProvidedError(
         f"{public_name} (Agent Lightning 0.3) is not provided by agl: {replacement} (see {MIGRATION_GUIDE})."
     )
+
+
+def import_required(module: str, public_name: str, install: str) -> ModuleType:
+    """Import ``module`` for ``public_name``; if missing, `NotProvidedError`: ``pip install <install>``."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise NotProvidedError(f"{public_name} needs {module}: pip install {install} ({exc})") from exc
 
 
 Target = str | PluginName | Callable[[], Any]

@@ -1,8 +1,7 @@
 """`import agl_core as agl` exposes Agent Lightning 0.3's top-level names.
 
-The deprecated v0.1 HTTP stack (AgentLightningClient/Server, DevTaskLoader, LegacyAgentRunner) and
-CollectionBasedLightningStore are not provided: reading them raises an ImportError naming the
-replacement (docs/migrating-from-agent-lightning.md), and they stay out of ``__all__``.
+LegacyAgentRunner (0.3's deprecated v0.1 runner) is not provided: reading it raises an ImportError naming
+the replacement (docs/migrating-from-agent-lightning.md), and it stays out of ``__all__``.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ EXPECTED = {
 
 NOT_PROVIDED = {
     "LegacyAgentRunner": "v0.1 HTTP stack",
-    "CollectionBasedLightningStore": "collections layer",
 }
 
 ALL_EXPECTED = sorted({name for names in EXPECTED.values() for name in names.split()})

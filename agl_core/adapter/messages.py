@@ -107,3 +107,12 @@ def _ancestors(span_id: str, parents: dict[str, str]) -> set[str]:
         found.add(current)
         current = parents.get(current)
     return found
+
+
+def __getattr__(name: str) -> Any:
+    # Agent Lightning 0.3's helpers of this module live in the compatibility module messages_03.
+    if name in ("convert_to_openai_messages", "group_genai_dict"):
+        from agl_core.adapter import messages_03
+
+        return getattr(messages_03, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from pydantic import BaseModel
+
 from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceToTripletBase, to_spans
 from agl_core.adapter.diagnostics import AdapterReport, AdaptRecord, DroppedCall, RewardOutcome, build_report
@@ -366,3 +368,17 @@ def __getattr__(name: str) -> Any:
 
         return LlmProxyTraceToTriplet
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class Transition(BaseModel):
+    """One step of a token-level trajectory (Agent Lightning 0.3's model; agl's adapters produce `Triplet`).
+
+    ``state`` is the prompt's token ids, ``action`` the response's; ``response_id`` identifies the LLM
+    response (for de-duplication), ``agent_name`` the agent, ``reward`` the step's reward if known.
+    """
+
+    state: list[int]
+    action: list[int]
+    response_id: str | None
+    agent_name: str
+    reward: float | None

@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
 
 from agl_core.algorithm.base import Algorithm
 
 if TYPE_CHECKING:
+    from agl_core.store.base import LightningStore
     from agl_core.types import Dataset
 
 __all__ = ["FunctionalAlgorithm", "algo"]
@@ -92,3 +93,75 @@ def algo(func: Callable[..., Any]) -> FunctionalAlgorithm:
                 await store.enqueue_rollout(sample, mode="train")
     """
     return FunctionalAlgorithm(func)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The shapes of function `algo` accepts, as Agent Lightning 0.3 named them (for type annotations).
+
+
+class AlgorithmFuncSyncFull(Protocol):
+    """A sync algorithm function taking the store and both datasets."""
+
+    def __call__(
+        self, *, store: LightningStore, train_dataset: Dataset[Any] | None, val_dataset: Dataset[Any] | None
+    ) -> None: ...
+
+
+class AlgorithmFuncSyncOnlyStore(Protocol):
+    """A sync algorithm function taking only the store."""
+
+    def __call__(self, *, store: LightningStore) -> None: ...
+
+
+class AlgorithmFuncSyncOnlyDataset(Protocol):
+    """A sync algorithm function taking only the datasets."""
+
+    def __call__(self, *, train_dataset: Dataset[Any] | None, val_dataset: Dataset[Any] | None) -> None: ...
+
+
+class AlgorithmFuncAsyncFull(Protocol):
+    """An async algorithm function taking the store and both datasets."""
+
+    def __call__(
+        self, *, store: LightningStore, train_dataset: Dataset[Any] | None, val_dataset: Dataset[Any] | None
+    ) -> Awaitable[None]: ...
+
+
+class AlgorithmFuncAsyncOnlyStore(Protocol):
+    """An async algorithm function taking only the store."""
+
+    def __call__(self, *, store: LightningStore) -> Awaitable[None]: ...
+
+
+class AlgorithmFuncAsyncOnlyDataset(Protocol):
+    """An async algorithm function taking only the datasets."""
+
+    def __call__(
+        self, *, train_dataset: Dataset[Any] | None, val_dataset: Dataset[Any] | None
+    ) -> Awaitable[None]: ...
+
+
+class AlgorithmFuncSyncFallback(Protocol):
+    """Any other sync callable (its parameters are filled by name)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class AlgorithmFuncAsyncFallback(Protocol):
+    """Any other async callable (its parameters are filled by name)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Awaitable[Any]: ...
+
+
+AlgorithmFuncSync = Union[AlgorithmFuncSyncOnlyStore, AlgorithmFuncSyncOnlyDataset, AlgorithmFuncSyncFull]  # noqa: UP007
+"""The sync shapes 0.3 documented."""
+AlgorithmFuncAsync = Union[AlgorithmFuncAsyncOnlyStore, AlgorithmFuncAsyncOnlyDataset, AlgorithmFuncAsyncFull]  # noqa: UP007
+"""The async shapes 0.3 documented."""
+AlgorithmFuncSyncLike = Union[AlgorithmFuncSync, AlgorithmFuncSyncFallback]  # noqa: UP007
+"""Any sync function `algo` accepts."""
+AlgorithmFuncAsyncLike = Union[AlgorithmFuncAsync, AlgorithmFuncAsyncFallback]  # noqa: UP007
+"""Any async function `algo` accepts."""
+AlgorithmFunc = Union[AlgorithmFuncSyncLike, AlgorithmFuncAsyncLike]  # noqa: UP007
+"""Any function `algo` accepts."""
+AsyncFlag = Literal[True, False]
+"""Whether a `FunctionalAlgorithm` wraps an async function."""

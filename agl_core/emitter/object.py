@@ -83,3 +83,8 @@ def get_object_value(span: SpanLike) -> Any:
     raise RuntimeError(
         f"Unknown {_TYPE} {kind!r} for a literal object span; expected str, int, float, bool or bytes."
     )
+
+
+def encode_object(object: Any) -> dict[str, Any]:
+    """The span attributes `emit_object` records for ``object`` (`RuntimeError` if not JSON-serializable)."""
+    return _object_attributes(object)

@@ -1,19 +1,28 @@
 """Compatibility module for Agent Lightning 0.3's ``agentlightning.instrumentation.agentops``.
 
-Listed in docs/migrating-from-agent-lightning.md."""
+Listed in docs/migrating-from-agent-lightning.md. The patch lives in the agl-agentops plugin
+(`agl_agentops.token_ids`): it adds prompt/response token ids, logprobs and tool definitions to AgentOps'
+OpenAI chat spans, as 0.3's patch did. ``AgentOpsTracer`` applies it by itself; call these only when you
+drive AgentOps without that tracer.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from agl_core._compat import import_required
 
-from agl_core._compat import module_getattr
+__all__ = ["instrument_agentops", "uninstrument_agentops"]
 
-__all__ = []
+_MODULE = "agl_agentops.token_ids"
 
-_NAMES: dict[str, Any] = {}
 
-_REASON = "install agl-agentops and use its AgentOpsTracer, which instruments AgentOps itself"
+def instrument_agentops() -> bool:
+    """Add token ids (and logprobs, tools) to AgentOps' OpenAI chat spans; False without ``openai``.
 
-_DROPPED: dict[str, str] = dict.fromkeys(["instrument_agentops", "uninstrument_agentops"], _REASON)
+    Needs the agl-agentops plugin (``pip install agl-agentops``, which installs AgentOps).
+    """
+    return bool(import_required(_MODULE, "instrument_agentops", "agl-agentops").instrument_token_ids())
 
-__getattr__ = module_getattr("agl_core.instrumentation.agentops", _NAMES, _DROPPED)
+
+def uninstrument_agentops() -> None:
+    """Undo `instrument_agentops` (a no-op if it is not applied)."""
+    import_required(_MODULE, "uninstrument_agentops", "agl-agentops").uninstrument_token_ids()

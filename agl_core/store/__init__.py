@@ -48,6 +48,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "UNSET",
     "AttemptNotFoundError",
+    "CollectionBasedLightningStore",
     "InMemoryLightningStore",
     "InvalidFilterError",
     "InvalidRequestError",

@@ -28,6 +28,7 @@ from agl_core.store._logic import (
     worker_updates_for_attempt,
     worker_updates_for_empty_dequeue,
 )
+from agl_core.store._memory_index import RolloutIndex, WorkerIndex
 from agl_core.store._memory_models import build, replace
 from agl_core.store._memory_waiters import WaiterRegistry
 from agl_core.store.base import UNSET, Unset
@@ -116,6 +117,8 @@ class MemoryState:
         self.resources: dict[str, ResourcesUpdate] = {}
         self.latest_resources_id: str | None = None
         self.workers: dict[str, Worker] = {}
+        self.rollout_index = RolloutIndex()  # records by rank, status and start time
+        self.worker_index = WorkerIndex()  # workers by status
         self.waiters = WaiterRegistry()
         self.total_attempts = 0
         self.total_spans = 0
@@ -145,10 +148,13 @@ class MemoryState:
         return rec
 
     def store_rollout(self, rec: RolloutRecord, rollout: Rollout) -> None:
-        """Install a new rollout snapshot and keep the queue, watchdog index and waiters in sync."""
+        """Install a new rollout snapshot and keep the queue, indexes and waiters in sync."""
+        previous = rec.rollout.status
         rec.rollout = rollout
         rec.view = None if rec.attempts else rollout
         status = rollout.status
+        if status != previous:
+            self.rollout_index.status_changed(rec.order, previous, status)
         rollout_id = rollout.rollout_id
         if status in _RUNNING and has_watchdog_deadline(rollout.config):
             self.watched[rollout_id] = rec
@@ -196,6 +202,7 @@ class MemoryState:
         rec = RolloutRecord(rollout, self.next_order)
         self.next_order += 1
         self.rollouts[rollout_id] = rec
+        self.rollout_index.add(rec)
         if status in _QUEUING:
             self.queue.append(rollout_id)
             rec.in_queue = True
@@ -214,9 +221,10 @@ class MemoryState:
         """Create the worker or replace its snapshot with `updates` applied."""
         workers = self.workers
         worker = workers.get(worker_id)
-        workers[worker_id] = (
+        stored = workers[worker_id] = (
             apply_worker_updates(None, worker_id, updates) if worker is None else replace(worker, updates)
         )
+        self.worker_index.stored(worker_id, None if worker is None else worker.status, stored.status)
 
     def worker_found_nothing(self, worker_id: str, now: float) -> None:
         """Book an empty dequeue for the worker (it becomes ``idle``)."""

@@ -71,6 +71,7 @@ from agl_core.store._logic import (
 )
 from agl_core.store._memory_inputs import check_limit, copy_config, copy_metadata
 from agl_core.store._memory_models import replace
+from agl_core.store._memory_select import select_rollouts, select_workers
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -371,15 +372,7 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            rollouts = st.rollouts
-            if wanted_ids is None:
-                candidates: Any = rollouts.values()
-            else:
-                candidates = sorted(
-                    (rollouts[i] for i in wanted_ids if i in rollouts), key=lambda rec: rec.order
-                )
-            matched = [st.view(rec) for rec in candidates if predicate(rec.rollout)]
-        return paginate(sort_items(matched, sort_by, order, Rollout), limit, offset)
+            return select_rollouts(st, normalized, predicate, wanted_ids, sort_by, order, limit, offset)
 
     @staticmethod
     def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
@@ -779,11 +772,10 @@ class InMemoryLightningStore(LightningStore):
         offset: int = 0,
     ) -> PaginatedResult[Worker]:
         """Workers matching the filters combined with ``filter_logic`` (no condition matches all)."""
-        predicate = build_predicate(
-            worker_query_filter(
-                status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
-            )
+        normalized = worker_query_filter(
+            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
         )
+        predicate = build_predicate(normalized)
         validate_pagination(limit, offset)
         order = validate_sort_order(sort_order)
         if sort_by is not None:
@@ -791,8 +783,7 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            matched = [w for w in st.workers.values() if predicate(w)]
-        return paginate(sort_items(matched, sort_by, order, Worker), limit, offset)
+            return select_workers(st, normalized, predicate, sort_by, order, limit, offset)
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
@@ -808,3 +799,22 @@ class InMemoryLightningStore(LightningStore):
             updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
             st.upsert_worker(worker_id, updates)
             return st.workers[worker_id]
+
+
+def estimate_model_size(obj: Any) -> int:
+    """A rough size in bytes of a model (or container) and everything it holds, by `sys.getsizeof`.
+
+    Agent Lightning 0.3 used it to decide span eviction; agl's memory store never evicts.
+    """
+    import sys
+    from collections.abc import Mapping
+
+    from pydantic import BaseModel
+
+    if isinstance(obj, BaseModel):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.__dict__.values())
+    if isinstance(obj, Mapping):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj.values())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return sys.getsizeof(obj) + sum(estimate_model_size(value) for value in obj)
+    return sys.getsizeof(obj)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import logging
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -202,3 +203,32 @@ class Tracer(ParallelWorkerBase):
         )
         async with self.trace_context():
             return await func(*args, **kwargs)
+
+
+T_func = Callable[..., Awaitable[Any]]
+"""An async callable (Agent Lightning 0.3's alias)."""
+
+
+def with_active_tracer_context(
+    func: Callable[..., AbstractAsyncContextManager[_T]],
+) -> Callable[..., AbstractAsyncContextManager[_T]]:
+    """Decorate a tracer method returning an async context manager: the tracer is active for the whole block.
+
+    Agent Lightning 0.3's decorator; the tracer is active in the current context only, as everywhere in agl.
+    """
+
+    @functools.wraps(func)
+    def wrapper(self: Tracer, *args: Any, **kwargs: Any) -> AbstractAsyncContextManager[_T]:
+        return _active_for_block(self, func(self, *args, **kwargs))
+
+    return wrapper
+
+
+@asynccontextmanager
+async def _active_for_block(tracer: Tracer, manager: AbstractAsyncContextManager[_T]) -> AsyncIterator[_T]:
+    token = _ACTIVE_TRACER.set(tracer)
+    try:
+        async with manager as value:
+            yield value
+    finally:
+        _ACTIVE_TRACER.reset(token)

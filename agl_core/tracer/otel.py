@@ -334,3 +334,16 @@ def _instrument_llm_clients() -> bool:
         logger.warning("LLM calls made with the openai client will NOT be traced: %s", exc)
         return False
     return True
+
+
+STORE_WRITE_TIMEOUT_SECONDS = 10.0
+"""Agent Lightning 0.3's bound on one store write from the tracer, in seconds (kept for 0.3 code)."""
+
+
+def to_otel_status_code(status_code: str) -> StatusCode:
+    """The OpenTelemetry status code of agl's ``"UNSET"`` / ``"ERROR"`` / ``"OK"`` (anything else: OK)."""
+    if status_code == "UNSET":
+        return StatusCode.UNSET
+    if status_code == "ERROR":
+        return StatusCode.ERROR
+    return StatusCode.OK

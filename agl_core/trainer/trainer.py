@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
@@ -335,3 +335,10 @@ class Trainer:
         algorithm_bundle = TrainerAlgorithmBundle(self, algorithm, train_dataset, val_dataset)
         runner_bundle = TrainerRunnerBundle(self, agent, WorkerRunners(self.runner, max(1, self.n_runners)))
         self.strategy.execute(algorithm_bundle, runner_bundle, self.store)
+
+
+_C = TypeVar("_C")
+
+ComponentSpec = Union[_C, type[_C], Callable[[], _C], str, dict[str, Any], None]  # noqa: UP007
+"""How a `Trainer` argument may give a component: an instance, a class, a factory, a registered name,
+a config dict (``{"type": ..., **kwargs}``) or None for the default (Agent Lightning 0.3's alias)."""

@@ -12,6 +12,12 @@ __all__ = []
 
 _NAMES: dict[str, Any] = {}
 
+LabelDict = dict[str, str]
+"""Metric labels: label name -> value."""
+
+LabelKey = tuple[tuple[str, str], ...]
+"""Metric labels as ``(name, value)`` pairs in registration order (a hashable key)."""
+
 _REASON = (
     "agl has no metrics backends; read `await store.statistics()` (or GET /v1/agl/statistics on `agl "
     "store serve`) and the trainer's progress display"

@@ -12,6 +12,9 @@ __all__ = []
 
 _NAMES: dict[str, Any] = {}
 
+PROTOBUF_CT = "application/x-protobuf"
+"""The content type of OTLP/HTTP protobuf requests and responses."""
+
 _REASON = (
     "`agl store serve` accepts OTLP/HTTP at /v1/traces itself (agl_core.store.http.otlp), and "
     "OtelTracer writes spans to any store"

@@ -53,14 +53,10 @@ def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: P
 DROPPED = [
     ("agl_core.runner", "LegacyAgentRunner", "LitAgentRunner"),
     ("agl_core.trainer.legacy", "TrainerLegacy", "Trainer.fit"),
-    ("agl_core.store.collection_based", "CollectionBasedLightningStore", "agl_core.store.logic"),
-    ("agl_core.store.collection", "ListBasedCollection", "agl_core.store.logic"),
     ("agl_core.utils.metrics", "PrometheusMetricsBackend", "statistics"),
     ("agl_core.utils.server_launcher", "PythonServerLauncher", "LightningStoreServer"),
     ("agl_core.utils.otlp", "LightningStoreOTLPExporter", "/v1/traces"),
     ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
-    ("agl_core.instrumentation.vllm", "instrument_vllm", "LLM proxy"),
-    ("agl_core.instrumentation.agentops", "instrument_agentops", "agl-agentops"),
     ("agl_core.execution.inter_process", "InterProcessExecutionStrategy", "'cs'"),
 ]
 

@@ -474,10 +474,7 @@ def test_top_level_names() -> None:
     outcomes = {name: _resolve("agl_core", name) for name in TOP_LEVEL_03}
     not_ok = {name for name, outcome in outcomes.items() if outcome != "ok"}
     # LegacyAgentRunner: the v0.1 runner; the collections layer
-    assert not_ok == {
-        "LegacyAgentRunner",
-        "CollectionBasedLightningStore",
-    }
+    assert not_ok == {"LegacyAgentRunner"}
 
 
 @pytest.mark.parametrize(("where", "params"), sorted(SIGNATURES_03.items()))

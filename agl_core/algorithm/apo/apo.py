@@ -18,6 +18,10 @@ _NAMES: dict[str, Any] = {
     "APO": PluginName("algorithm", "apo", "agl-apo"),
 }
 
-_DROPPED: dict[str, str] = {}
+_DROPPED: dict[str, str] = dict.fromkeys(
+    ["APPLY_EDIT_PROMPT_FILES", "GRADIENT_PROMPT_FILES", "RolloutResultForAPO", "VersionedPromptTemplate"],
+    "agl-apo has no POML prompt files or per-rollout POML records; its critic and editor prompts are built "
+    "in agl_apo.prompts and its beam in agl_apo.search",
+)
 
 __getattr__ = module_getattr("agl_core.algorithm.apo.apo", _NAMES, _DROPPED)

@@ -1,44 +1,38 @@
-"""Compatibility module for Agent Lightning 0.3's ``agentlightning.store.collection``.
+"""Collections: the storage layer of `agl_core.store.collection_based.CollectionBasedLightningStore`.
 
-Listed in docs/migrating-from-agent-lightning.md.
-
-agl has no collections layer: the query types resolve to agl's, the collection classes raise
-NotProvidedError.
+Agent Lightning 0.3's pluggable store storage, with the same names: the interfaces (`Collection`,
+`Queue`, `KeyValue`, `LightningCollections`) and their in-memory implementation. Queries take agl's
+`FilterOptions`, `SortOptions` and return `PaginatedResult`.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from agl_core._compat import module_getattr
-
-__all__ = ["FilterOptions", "PaginatedResult", "SortOptions"]
-
-_NAMES: dict[str, Any] = {
-    "FilterOptions": "agl_core.types:FilterOptions",
-    "SortOptions": "agl_core.types:SortOptions",
-    "PaginatedResult": "agl_core.types:PaginatedResult",
-}
-
-_REASON = (
-    "agl has no collections layer; a backend implements LightningStore directly with the "
-    "agl_core.store.logic toolkit (docs/stores.md)"
+from agl_core.store.collection.base import (
+    AtomicLabels,
+    AtomicMode,
+    Collection,
+    KeyValue,
+    LightningCollections,
+    Queue,
 )
-
-_DROPPED: dict[str, str] = dict.fromkeys(
-    [
-        "AtomicLabels",
-        "AtomicMode",
-        "Collection",
-        "Queue",
-        "KeyValue",
-        "LightningCollections",
-        "ListBasedCollection",
-        "DequeBasedQueue",
-        "DictBasedKeyValue",
-        "InMemoryLightningCollections",
-    ],
-    _REASON,
+from agl_core.store.collection.memory import (
+    DequeBasedQueue,
+    DictBasedKeyValue,
+    InMemoryLightningCollections,
+    ListBasedCollection,
 )
+from agl_core.types import FilterOptions, PaginatedResult, SortOptions
 
-__getattr__ = module_getattr("agl_core.store.collection", _NAMES, _DROPPED)
+__all__ = [
+    "AtomicLabels",
+    "AtomicMode",
+    "Collection",
+    "DequeBasedQueue",
+    "DictBasedKeyValue",
+    "FilterOptions",
+    "InMemoryLightningCollections",
+    "KeyValue",
+    "LightningCollections",
+    "ListBasedCollection",
+    "PaginatedResult",
+    "Queue",
+    "SortOptions",
+]

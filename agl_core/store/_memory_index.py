@@ -1,0 +1,164 @@
+"""Secondary indexes of `InMemoryLightningStore`, so its queries cost the same in a full store.
+
+Every rollout and worker has a *rank*: its creation position (0, 1, 2, ...), which is also the default
+(insertion) order of query results. The indexes hold ranks, never snapshots, so a write only moves an
+integer:
+
+- `RankGroups`: ranks grouped by status, each group kept sorted (``sortedcontainers.SortedList``), so
+  ``status_in=[...]`` reads its matches in creation order without a scan, and its total is a sum of
+  group sizes.
+- `StartTimeOrder`: rollout ranks in ``(start_time, rank)`` order. A rollout's start time is set once,
+  by the store clock at creation, so ranks are appended in order (a clock stepping back is handled by
+  an insertion).
+
+Both are plain synchronous structures: `agl_core.store._memory_state.MemoryState` updates them under
+the store lock on every write that changes a status or creates a record.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Collection, Iterator
+from itertools import groupby
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from agl_core.store._logic import NormalizedFilter
+
+__all__ = ["RankGroups", "RolloutIndex", "StartTimeOrder", "WorkerIndex", "required_statuses"]
+
+
+class RankGroups:
+    """Ranks grouped by a key (a status); each group iterates in ascending rank order."""
+
+    __slots__ = ("_groups",)
+
+    def __init__(self) -> None:
+        self._groups: dict[str, SortedList] = {}
+
+    def add(self, key: str, rank: int) -> None:
+        """Put `rank` into the group of `key`."""
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = SortedList()
+        group.add(rank)
+
+    def move(self, rank: int, old: str, new: str) -> None:
+        """Move `rank` from the group of `old` to that of `new` (nothing when they are equal)."""
+        if old != new:
+            self._groups[old].remove(rank)
+            self.add(new, rank)
+
+    def count(self, keys: Collection[str]) -> int:
+        """How many ranks the groups of `keys` hold together."""
+        groups = self._groups
+        return sum(len(groups[key]) for key in keys if key in groups)
+
+    def ranks(self, keys: Collection[str]) -> Iterator[int]:
+        """The ranks of the groups of `keys`, ascending."""
+        groups = [group for key in keys if (group := self._groups.get(key))]
+        if len(groups) == 1:
+            return iter(groups[0])
+        return heapq.merge(*groups)
+
+
+class StartTimeOrder:
+    """Ranks ordered by ``(start_time, rank)``; start times never change once added."""
+
+    __slots__ = ("_ranks", "_times")
+
+    def __init__(self) -> None:
+        self._times: list[float] = []
+        self._ranks: list[int] = []
+
+    def add(self, start_time: float, rank: int) -> None:
+        """Add a new rank (higher than every rank added before) with its start time."""
+        times = self._times
+        if not times or start_time >= times[-1]:
+            times.append(start_time)
+            self._ranks.append(rank)
+        else:  # the clock stepped back: keep the order (equal times stay in rank order)
+            at = bisect.bisect_right(times, start_time)
+            times.insert(at, start_time)
+            self._ranks.insert(at, rank)
+
+    def ranks(self, descending: bool) -> Iterator[int]:
+        """Ranks by start time; ties (equal start times) always in ascending rank order.
+
+        That is the order of a stable sort by start time with ``reverse=descending``.
+        """
+        if not descending:
+            return iter(self._ranks)
+        return self._descending()
+
+    def _descending(self) -> Iterator[int]:
+        times, ranks = self._times, self._ranks
+        positions = range(len(times) - 1, -1, -1)
+        for _, tied in groupby(positions, key=times.__getitem__):
+            run = list(tied)
+            if len(run) == 1:
+                yield ranks[run[0]]
+            else:
+                for position in reversed(run):
+                    yield ranks[position]
+
+
+class RolloutIndex:
+    """Rollout records by rank, their ranks by status and by start time.
+
+    `add` a record when it is created; call `status_changed` whenever its rollout's status changes.
+    """
+
+    __slots__ = ("by_start_time", "by_status", "records")
+
+    def __init__(self) -> None:
+        self.records: list[Any] = []  # the `RolloutRecord` of each rank
+        self.by_status = RankGroups()
+        self.by_start_time = StartTimeOrder()
+
+    def add(self, record: Any) -> None:
+        """Index a new record; its ``order`` must be the next rank."""
+        rank = len(self.records)
+        if record.order != rank:
+            raise AssertionError(f"rollout rank {record.order} added where rank {rank} was expected")
+        self.records.append(record)
+        rollout = record.rollout
+        self.by_status.add(rollout.status, rank)
+        self.by_start_time.add(rollout.start_time, rank)
+
+    def status_changed(self, rank: int, old: str, new: str) -> None:
+        """The rollout of `rank` went from status `old` to `new`."""
+        self.by_status.move(rank, old, new)
+
+
+class WorkerIndex:
+    """Worker ids by rank (first-seen order, the workers dict's order) and their ranks by status."""
+
+    __slots__ = ("_ranks", "by_status", "ids")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self._ranks: dict[str, int] = {}
+        self.by_status = RankGroups()
+
+    def stored(self, worker_id: str, old_status: str | None, new_status: str) -> None:
+        """A worker snapshot was stored: new (`old_status` None) or replacing one with `old_status`."""
+        rank = self._ranks.get(worker_id)
+        if rank is None:
+            rank = self._ranks[worker_id] = len(self.ids)
+            self.ids.append(worker_id)
+            self.by_status.add(new_status, rank)
+        elif old_status is not None:
+            self.by_status.move(rank, old_status, new_status)
+
+
+def required_statuses(normalized: NormalizedFilter) -> frozenset[str] | None:
+    """Statuses every match of `normalized` must have (a required ``status`` within-test), else None."""
+    if normalized.aggregate != "and" and len(normalized.conditions) != 1:
+        return None
+    for cond in normalized.conditions:
+        if cond.field == "status" and cond.op == "within" and isinstance(cond.value, frozenset):
+            return cond.value
+    return None

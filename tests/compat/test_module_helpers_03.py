@@ -1,0 +1,132 @@
+"""0.3's module-level helpers, constants and type aliases, used the way 0.3 code used them."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+from collections.abc import AsyncIterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import prometheus_client  # noqa: F401  (imported before any test sets PROMETHEUS_MULTIPROC_DIR, see below)
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+from opentelemetry.trace import StatusCode
+
+import agl_core as agl
+from agl_core._compat import NotProvidedError
+from agl_core.adapter.messages import convert_to_openai_messages, group_genai_dict
+from agl_core.adapter.triplet import Transition
+from agl_core.cli.prometheus import create_prometheus_app, ensure_prometheus_dir
+from agl_core.emitter.object import encode_object
+from agl_core.store.client_server import API_V1_AGL_PREFIX
+from agl_core.store.collection.mongo import resolve_mongo_error_type
+from agl_core.store.memory import estimate_model_size
+from agl_core.tracer.base import get_active_tracer, with_active_tracer_context
+from agl_core.tracer.otel import to_otel_status_code
+from agl_core.tracer.weave import get_timestamp_or_throw, op_name_to_func_name, random_project_name
+
+
+def test_group_genai_dict_nests_flattened_attributes() -> None:
+    flat = {
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "be brief",
+        "gen_ai.prompt.2.role": "user",  # a gap in the indices closes up
+        "gen_ai.prompt.2.content": "hi",
+        "gen_ai.request.model": "m",
+    }
+    assert group_genai_dict(flat, "gen_ai.prompt") == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+    ]
+    assert group_genai_dict({"gen_ai.usage.in.tokens": 3, "gen_ai.usage.out": 4}, "gen_ai.usage") == {
+        "in": {"tokens": 3},
+        "out": 4,
+    }
+
+
+def test_convert_to_openai_messages_builds_fine_tuning_samples() -> None:
+    record = {
+        "prompt": [{"role": "user", "content": "weather?"}],
+        "completion": [{"role": "assistant", "content": None}],
+        "request": {"functions": [{"name": "get_weather", "parameters": '{"type": "object"}'}]},
+        "response": {},
+        "tools": [{"name": "get_weather", "parameters": "{}", "call": {"id": "c1", "type": "function"}}],
+    }
+    (sample,) = convert_to_openai_messages([record])
+    assert sample["messages"][-1]["tool_calls"][0]["function"]["name"] == "get_weather"
+    assert sample["tools"] == [
+        {
+            "type": "function",
+            "function": {"name": "get_weather", "description": "", "parameters": {"type": "object"}},
+        }
+    ]
+
+
+def test_small_helpers_keep_03_results() -> None:
+    assert Transition(state=[1], action=[2], response_id=None, agent_name="a", reward=0.5).reward == 0.5
+    assert encode_object(3) == {"agentlightning.object.type": "int", "agentlightning.object.literal": "3"}
+    with pytest.raises(RuntimeError):
+        encode_object(object())
+    assert to_otel_status_code("ERROR") is StatusCode.ERROR and to_otel_status_code("OK") is StatusCode.OK
+    assert estimate_model_size(agl.Triplet(prompt={}, response={})) > estimate_model_size({})
+    name = "weave:///me/proj/op/openai.chat.completions.create:019b10be"
+    assert op_name_to_func_name(name) == "openai.chat.completions.create"
+    assert random_project_name().startswith("agl/weave-") and random_project_name() != random_project_name()
+    assert get_timestamp_or_throw(datetime(2026, 1, 1, tzinfo=timezone.utc), "started_at") == 1767225600.0
+    with pytest.raises(ValueError, match="started_at"):
+        get_timestamp_or_throw(None, "started_at")
+    assert API_V1_AGL_PREFIX == "/v1/agl"
+
+
+def test_mongo_error_labels() -> None:
+    if importlib.util.find_spec("pymongo") is None:
+        assert resolve_mongo_error_type(RuntimeError("x")) is None
+        return
+    from pymongo.errors import OperationFailure
+
+    assert resolve_mongo_error_type(OperationFailure("no", code=11000)) == "OperationFailure-11000"
+    assert resolve_mongo_error_type(RuntimeError("x")) is None
+
+
+@pytest.mark.asyncio
+async def test_with_active_tracer_context_covers_the_whole_block() -> None:
+    class Probe(agl.DummyTracer):
+        @with_active_tracer_context
+        @contextlib.asynccontextmanager
+        async def session(self) -> AsyncIterator[str]:
+            yield "inside"
+
+    tracer = Probe()
+    async with tracer.session() as value:
+        assert value == "inside" and get_active_tracer() is tracer
+        await asyncio.sleep(0)
+        assert get_active_tracer() is tracer
+    assert get_active_tracer() is None
+
+
+@pytest.mark.asyncio
+async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # prometheus_client picks its value class when first imported: had that import happened with the
+    # variable set, every later metric in this process would try to write multiprocess files.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "prom"))
+    assert ensure_prometheus_dir() == str(tmp_path / "prom") and (tmp_path / "prom").is_dir()
+    with pytest.raises(ValueError):
+        create_prometheus_app("/")
+    async with TestClient(TestServer(create_prometheus_app())) as client:
+        assert (await client.get("/health")).status == 200
+        response = await client.get("/v1/prometheus")
+        assert response.status == 200 and response.content_type == "text/plain"
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "replacement"),
+    [
+        ("agl_core.store.client_server", "RolloutRequest", "LightningStoreClient"),
+        ("agl_core.algorithm.apo.apo", "GRADIENT_PROMPT_FILES", "agl_apo.prompts"),
+    ],
+)
+def test_replaced_internals_name_the_replacement(module: str, name: str, replacement: str) -> None:
+    with pytest.raises(NotProvidedError, match=replacement):
+        getattr(importlib.import_module(module), name)
