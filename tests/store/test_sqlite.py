@@ -495,8 +495,9 @@ async def test_inline_writes_keep_the_wal_bounded(db_path: Path, monkeypatch: py
         wal = Path(f"{db_path}-wal")
         for i in range(1000):
             await store.enqueue_rollout(i)
-        # 1,000 commits of ~3 pages would make a ~12 MB WAL without checkpoints that restart it.
-        assert wal.stat().st_size < 2_000_000
+        # 1,000 commits of ~5 pages (the row and the rollouts' indexes) make a ~22 MB WAL without
+        # checkpoints that restart it; with them it levels off below 2.5 MB.
+        assert wal.stat().st_size < 4_000_000
         assert (await store.statistics())["total_rollouts"] == 1000
     with raw(db_path) as conn:
         assert conn.execute("SELECT count(*) FROM rollouts").fetchone()[0] == 1000
