@@ -10,7 +10,8 @@ machine load. ``http`` is ``agl store serve`` on a SQLite file; ``postgres`` a t
 SQLite stores' ``synchronous=NORMAL``); ``mongo`` agl-mongo on the nx-27017 emulator. The interpreter
 needs every plugin measured installed (agl-postgres, agl-mongo[test]).
 
-Prints JSON: the settings, every rate (ops/s; spans/s for add_many_spans) and a Markdown table.
+Prints JSON: the settings, every rate (ops/s; spans/s for add_many_spans) and a Markdown table; each
+run's rates also go to stderr as one JSON line when it ends.
 """
 
 from __future__ import annotations
@@ -55,8 +56,14 @@ def run_bench(store: str, layout: str, scale: float) -> dict[str, Any]:
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1:] or ["failed"], "command": " ".join(command)}
     results = json.loads(done.stdout)["results"]
-    print(f"{layout:>12} {store:>8}: {time.monotonic() - started:.0f}s", file=sys.stderr, flush=True)
-    return {op: value["rate"] for op, value in results.items()}
+    rates = {op: value["rate"] for op, value in results.items()}
+    took = round(time.monotonic() - started)
+    print(
+        json.dumps({"layout": layout, "store": store, "seconds": took, "rates": rates}),
+        file=sys.stderr,
+        flush=True,
+    )
+    return rates
 
 
 def markdown(rates: dict[str, dict[str, dict[str, Any]]], stores: list[str]) -> str:
