@@ -140,6 +140,7 @@ class LegacyAgentRunner(Runner[Any]):
             async with self.tracer.trace_context(name=f"rollout_{task.rollout_id}"):
                 started = time.time()
                 train = task.mode == "train"
+                method: Any  # 0.3's v0.1 signature (rollout_id=) or the current one, sync or async
                 if use_async:
                     method = (
                         self.agent.training_rollout_async if train else self.agent.validation_rollout_async
@@ -172,7 +173,7 @@ class LegacyAgentRunner(Runner[Any]):
             else:
                 self.client.post_rollout(rollout)
 
-    def run(self) -> bool:  # type: ignore[override]
+    def run(self) -> bool:
         """Poll one task and run the agent's sync rollout on it; False when no task or no resources."""
         self.agent.set_runner(self)
         task = self.client.poll_next_task()

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import multiprocessing
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from agl_core.types import ParallelWorkerBase
 
@@ -83,7 +83,8 @@ class TrainerLegacy(ParallelWorkerBase):
             raise ValueError(
                 "train_data must be a string URL or AgentLightningClient when no algorithm is provided."
             )
-        return self.algorithm.get_client()
+        provided: AgentLightningClient = self.algorithm.get_client()
+        return provided
 
     def init(self, backend: str | AgentLightningClient) -> None:
         """Connect to ``backend`` (a URL or a client) and set up the tracer."""
@@ -176,9 +177,15 @@ class TrainerLegacy(ParallelWorkerBase):
             if dev_data is not None:
                 raise ValueError("dev_data and dev_backend cannot be provided at the same time.")
             dev_data = dev_backend
-        train_dataset = None if isinstance(train_data, str) or self._client_from(train_data) else train_data
-        val_dataset = (
-            None if val_data is None or isinstance(val_data, str) or self._client_from(val_data) else val_data
+        train_dataset = cast(
+            "Dataset[Any] | None",
+            None if isinstance(train_data, str) or self._client_from(train_data) else train_data,
+        )
+        val_dataset = cast(
+            "Dataset[Any] | None",
+            None
+            if val_data is None or isinstance(val_data, str) or self._client_from(val_data)
+            else val_data,
         )
         if self.algorithm is not None:
             self.algorithm.set_trainer(self)

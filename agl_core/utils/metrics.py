@@ -349,7 +349,7 @@ def get_prometheus_registry() -> CollectorRegistry:
     if os.getenv("PROMETHEUS_MULTIPROC_DIR") is None:
         return REGISTRY
     registry = CollectorRegistry()
-    MultiProcessCollector(registry)
+    MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return registry
 
 
@@ -364,6 +364,6 @@ def shutdown_metrics(server: Any = None, worker: Any = None, *args: Any, **kwarg
 
     pid = getattr(worker, "pid", None) or os.getpid()
     try:
-        multiprocess.mark_process_dead(pid, _multiproc_dir.name)
+        multiprocess.mark_process_dead(pid, _multiproc_dir.name)  # type: ignore[no-untyped-call]
     except OSError as exc:
         logger.error("Could not mark the metrics of process %d dead: %s", pid, exc)
