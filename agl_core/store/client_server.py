@@ -4,9 +4,12 @@ Listed in docs/migrating-from-agent-lightning.md."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from agl_core._compat import module_getattr
+from agl_core.types import RolloutStatus, WorkerStatus
 
 __all__ = ["LightningStoreClient", "LightningStoreServer"]  # noqa: F822 (resolved by __getattr__)
 
@@ -21,11 +24,8 @@ _NAMES: dict[str, Any] = {
     "DequeueManyRolloutsRequest": f"{_MODELS}:DequeueBody",
     "EnqueueManyRolloutsRequest": f"{_MODELS}:EnqueueBody",
     "StartAttemptRequest": f"{_MODELS}:StartAttemptBody",
-    "QueryRolloutsRequest": f"{_MODELS}:RolloutQuery",
     "QueryAttemptsRequest": f"{_MODELS}:AttemptQuery",
     "QueryResourcesRequest": f"{_MODELS}:ResourcesQuery",
-    "QuerySpansRequest": f"{_MODELS}:SpanQuery",
-    "QueryWorkersRequest": f"{_MODELS}:WorkerQuery",
     "UpdateRolloutRequest": f"{_MODELS}:UpdateRolloutBody",
     "UpdateAttemptRequest": f"{_MODELS}:UpdateAttemptBody",
     "UpdateWorkerRequest": f"{_MODELS}:UpdateWorkerBody",
@@ -33,6 +33,52 @@ _NAMES: dict[str, Any] = {
     "NextSequenceIdRequest": f"{_MODELS}:NextSequenceIdBody",
     "NextSequenceIdResponse": f"{_MODELS}:SequenceIdResponse",
 }
+
+
+class QueryRolloutsRequest(BaseModel):
+    """Body of ``POST /v1/agl/rollouts/search`` (the arguments of ``query_rollouts``)."""
+
+    status_in: list[RolloutStatus] | None = None
+    rollout_id_in: list[str] | None = None
+    rollout_id_contains: str | None = None
+    limit: int = -1
+    offset: int = 0
+    sort_by: str | None = None
+    sort_order: Literal["asc", "desc"] = "asc"
+    filter_logic: Literal["and", "or"] = "and"
+
+
+class QuerySpansRequest(BaseModel):
+    """Body of ``POST /v1/agl/spans/search`` (the arguments of ``query_spans``)."""
+
+    rollout_id: str
+    attempt_id: str | None = None
+    trace_id: str | None = None
+    trace_id_contains: str | None = None
+    span_id: str | None = None
+    span_id_contains: str | None = None
+    parent_id: str | None = None
+    parent_id_contains: str | None = None
+    name: str | None = None
+    name_contains: str | None = None
+    filter_logic: Literal["and", "or"] = "and"
+    limit: int = -1
+    offset: int = 0
+    sort_by: str | None = "sequence_id"
+    sort_order: Literal["asc", "desc"] = "asc"
+
+
+class QueryWorkersRequest(BaseModel):
+    """Body of ``POST /v1/agl/workers/search`` (the arguments of ``query_workers``)."""
+
+    status_in: list[WorkerStatus] | None = None
+    worker_id_contains: str | None = None
+    limit: int = -1
+    offset: int = 0
+    sort_by: str | None = None
+    sort_order: Literal["asc", "desc"] = "asc"
+    filter_logic: Literal["and", "or"] = "and"
+
 
 API_V1_PREFIX = "/v1"
 """The version prefix of the store's HTTP API."""
