@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,10 +34,22 @@ class FailingAgent(agl.LitAgent[Any]):
         raise RuntimeError("agent broke")
 
 
+_TRACERS: list[agl.OtelTracer] = []
+
+
+@pytest.fixture(autouse=True)
+def _teardown_tracers() -> Iterator[None]:
+    """Tear down each test's tracers: a worker's tracer instruments the openai client process-wide."""
+    yield
+    while _TRACERS:
+        _TRACERS.pop().teardown_worker(0)
+
+
 def _tracer() -> agl.OtelTracer:
     """A tracer set up the way 0.3's legacy trainer set it up for a worker."""
     tracer = agl.OtelTracer()
     tracer.init_worker(0)
+    _TRACERS.append(tracer)
     return tracer
 
 
