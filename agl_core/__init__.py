@@ -2,8 +2,8 @@
 
 ``import agl_core as agl`` gives the same top-level names as Agent Lightning 0.3. Names are
 imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's deprecated v0.1
-names ``AgentLightningClient``, ``AgentLightningServer`` and ``DevTaskLoader`` work and warn as in 0.3;
-``LegacyAgentRunner`` raises an error naming the replacement; every
+names ``AgentLightningClient``, ``AgentLightningServer`` and ``DevTaskLoader`` work and warn as in 0.3,
+and ``LegacyAgentRunner`` runs agents against them; every
 difference is listed in docs/migrating-from-agent-lightning.md.
 """
 
@@ -13,7 +13,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agl_core.hookspecs import hookimpl
+from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 __version__ = "0.4.0"
 
@@ -21,8 +21,6 @@ __version__ = "0.4.0"
 # ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
 logging.getLogger("agl_core").addHandler(logging.NullHandler())
 
-PLUGIN_API_VERSION = 1
-"""Version of the plugin contract in :mod:`agl_core.hookspecs`; bumped on incompatible changes."""
 
 # public name -> module that defines it (imported on first access)
 _LAZY: dict[str, str] = {
@@ -78,6 +76,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
     "agl_core.litagent": ["LitAgent", "llm_rollout", "prompt_rollout", "rollout"],
     "agl_core.llm_proxy": ["LLMProxy"],
     "agl_core.runner": ["LitAgentRunner", "Runner"],
+    "agl_core.runner.legacy": ["LegacyAgentRunner"],
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
     "agl_core.store.collection_based": ["CollectionBasedLightningStore"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
@@ -110,7 +109,6 @@ _NOT_PROVIDED: dict[str, str] = {
     "AgentLightningClient": "agl_core.client",
     "DevTaskLoader": "agl_core.client",
     "AgentLightningServer": "agl_core.server",
-    "LegacyAgentRunner": "agl_core.runner.legacy",
 }
 
 

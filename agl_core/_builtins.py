@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agl_core.hookspecs import hookimpl
+from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 if TYPE_CHECKING:
     import click
 
     from agl_core.registry import Registry
+
+AGL_PLUGIN_API_VERSION = PLUGIN_API_VERSION
+"""The built-ins always speak the core's own contract."""
 
 
 @hookimpl

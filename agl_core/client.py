@@ -116,7 +116,8 @@ class AgentLightningClient:
 
     async def post_rollout_async(self, rollout: RolloutLegacy) -> dict[str, Any] | None:
         """Report a finished rollout; the server's answer, or None on error."""
-        return await self._request_async("/rollout", rollout.model_dump(mode="json"))
+        answer: dict[str, Any] | None = await self._request_async("/rollout", rollout.model_dump(mode="json"))
+        return answer
 
     # ------------------------------------------------------------------ sync API
 
@@ -140,7 +141,8 @@ class AgentLightningClient:
 
     def post_rollout(self, rollout: RolloutLegacy) -> dict[str, Any] | None:
         """Report a finished rollout; the server's answer, or None on error."""
-        return self._request("/rollout", rollout.model_dump(mode="json"))
+        answer: dict[str, Any] | None = self._request("/rollout", rollout.model_dump(mode="json"))
+        return answer
 
 
 class DevTaskLoader(AgentLightningClient):

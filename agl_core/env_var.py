@@ -1,12 +1,7 @@
 """Environment variables agl reads, and resolvers that apply "override, then environment, then fallback".
 
-The variables (:class:`LightningEnvVar`):
-
-* ``AGL_EMITTER_DEBUG``: log the span-processor chain.
-* ``AGL_MANAGED_STORE``: when false, execution strategies pass the given store through unwrapped (no
-  HTTP server or client around it).
-* ``AGL_CURRENT_ROLE``: ``algorithm``, ``runner`` or ``both`` (client-server execution).
-* ``AGL_SERVER_HOST`` / ``AGL_SERVER_PORT``: where the client-server strategy serves and finds the store.
+:data:`ENVIRONMENT_VARIABLES` lists every variable the core reads, with what it does (a test fails when
+code reads one that is not listed). :class:`LightningEnvVar` keeps Agent Lightning 0.3's five names.
 """
 
 from __future__ import annotations
@@ -15,6 +10,7 @@ import os
 from enum import Enum
 
 __all__ = [
+    "ENVIRONMENT_VARIABLES",
     "LightningEnvVar",
     "resolve_bool_env_var",
     "resolve_int_env_var",
@@ -33,6 +29,52 @@ class LightningEnvVar(str, Enum):
     AGL_CURRENT_ROLE = "AGL_CURRENT_ROLE"
     AGL_SERVER_HOST = "AGL_SERVER_HOST"
     AGL_SERVER_PORT = "AGL_SERVER_PORT"
+
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    # execution (Agent Lightning 0.3's variables, see LightningEnvVar)
+    "AGL_CURRENT_ROLE": "algorithm, runner or both: the role of this process in the client-server strategy.",
+    "AGL_MANAGED_STORE": "When false, execution strategies pass the given store through unwrapped "
+    "(no HTTP server or client around it).",
+    "AGL_SERVER_HOST": "Where the client-server strategy serves and finds the store (host).",
+    "AGL_SERVER_PORT": "Where the client-server strategy serves and finds the store (port).",
+    "AGL_EMITTER_DEBUG": "Log the span-processor chain.",
+    # plugins
+    "AGL_PLUGINS_STRICT": "1: a plugin that fails to load raises PluginLoadError instead of being recorded.",
+    "AGL_DISABLE_PLUGINS": "Comma-separated plugins (entry-point or distribution names) to skip; "
+    "* skips every third-party plugin.",
+    "AGL_LOAD_PLUGINS": "Comma-separated plugins to load, and only those; an empty value loads none.",
+    # command line
+    "AGL_DEBUG": "1: full tracebacks from `agl` (same as `agl --debug`).",
+    "AGL_STORE": "Default --store URI of the `agl store` inspection commands.",
+    "AGL_STORE_TOKEN": "Bearer token the HTTP store server requires and its client sends.",
+    "AGL_PROXY_TOKEN": "Bearer token `agl proxy serve` requires from agents.",
+    # HTTP store client TLS
+    "AGL_STORE_CA_BUNDLE": "PEM file of CA certificates to trust for https:// stores.",
+    "AGL_STORE_CLIENT_CERT": "PEM client certificate (optionally with its key) for mutual TLS.",
+    "AGL_STORE_CLIENT_KEY": "PEM private key of the client certificate for mutual TLS.",
+    # tracing
+    "AGL_OTEL_GLOBAL_PROVIDER": "0/false/no/off: keep agl away from OpenTelemetry's global tracer provider.",
+    "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "OpenTelemetry's attribute limit; when set, agl's tracer keeps it.",
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false/0/no_content/...: openai spans leave out "
+    "prompt and completion text.",
+    # reporting
+    "AGL_REPORTERS": "Comma-separated metric reporters (jsonl, tensorboard, mlflow, wandb) when code "
+    "names none.",
+    "MLFLOW_TRACKING_URI": "Where the mlflow reporter logs (default: a local file store).",
+    "MLFLOW_ALLOW_FILE_STORE": "Set to true by the mlflow reporter when it falls back to a local file store.",
+    "MLFLOW_EXPERIMENT_NAME": "The mlflow reporter's experiment.",
+    "WANDB_PROJECT": "The wandb reporter's project.",
+    "PROMETHEUS_MULTIPROC_DIR": "The folder of prometheus_client's multiprocess metrics that Agent Lightning "
+    "0.3's `agl prometheus` app serves.",
+    # LLM proxy backends
+    "OPENAI_BASE_URL": "Upstream base URL of the proxy's OpenAI backend when none is configured.",
+    "OPENAI_API_BASE": "Older name of OPENAI_BASE_URL, read when that is unset.",
+    "OPENAI_API_KEY": "API key of the proxy's OpenAI backend when none is configured.",
+    # process
+    "PYTHONUTF8": "Set to 1 by configure_logger on Windows so logs print as UTF-8.",
+}
+"""Every environment variable the core reads (name -> what it does); plugins document their own."""
 
 
 def _name(var: LightningEnvVar | str) -> str:

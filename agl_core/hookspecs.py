@@ -1,4 +1,4 @@
-"""The whole agl plugin contract: seven registration hooks.
+"""The whole agl plugin contract: seven registration hooks, versioned by :data:`PLUGIN_API_VERSION`.
 
 A plugin is a module (or object) with functions decorated by :data:`agl_core.hookimpl` whose names
 are the hooks below. It is found through an entry point in group ``agl``::
@@ -10,6 +10,14 @@ Each hook receives a registry and adds named implementations to it. Targets are 
 strings that are imported only when the implementation is first used, so discovering plugins
 never imports heavy backends. A hook implementation may accept fewer arguments than the spec
 (pluggy's opt-in arguments), which lets specs gain parameters without breaking plugins.
+
+A plugin declares the contract version it was built for with a module attribute next to its hooks::
+
+    AGL_PLUGIN_API_VERSION = 1
+
+``agl plugins check`` reports a plugin whose declared version differs from the core's
+:data:`PLUGIN_API_VERSION` (see docs/plugins.md, "Contract versions"). Each hook notes the contract version
+it was added or last changed in.
 
 Nothing else lives in this module.
 """
@@ -23,18 +31,35 @@ import pluggy
 if TYPE_CHECKING:
     import click
 
+    from agl_core.adapter.base import Adapter
+    from agl_core.algorithm.base import Algorithm
+    from agl_core.execution.base import ExecutionStrategy
     from agl_core.registry import Registry
+    from agl_core.runner.base import Runner
+    from agl_core.store.base import LightningStore
+    from agl_core.tracer.base import Tracer
 
 PROJECT_NAME = "agl"
 """The pluggy project name and the entry-point group."""
+
+PLUGIN_API_VERSION = 1
+"""Version of this contract. It is bumped when a change can break a plugin built for the previous one: a
+hook removed or renamed, a hook argument removed or changed in meaning, or the registry methods hooks
+call (``Registry.add``) or the component base classes changing incompatibly. Adding a hook, or an
+argument a hook may ignore (pluggy's opt-in arguments), does not bump it."""
+
+PLUGIN_API_VERSION_ATTRIBUTE = "AGL_PLUGIN_API_VERSION"
+"""The module attribute in which a plugin declares the contract version it was built for."""
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec
-def agl_register_algorithms(registry: Registry[Any]) -> None:
+def agl_register_algorithms(registry: Registry[Algorithm]) -> None:
     """Add :class:`~agl_core.Algorithm` implementations.
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example (``agl_apo/hooks.py``)::
 
@@ -54,8 +79,10 @@ def agl_register_algorithms(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def agl_register_runners(registry: Registry[Any]) -> None:
+def agl_register_runners(registry: Registry[Runner[Any]]) -> None:
     """Add :class:`~agl_core.Runner` implementations.
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example::
 
@@ -71,8 +98,10 @@ def agl_register_runners(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def agl_register_tracers(registry: Registry[Any]) -> None:
+def agl_register_tracers(registry: Registry[Tracer]) -> None:
     """Add :class:`~agl_core.Tracer` implementations.
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example::
 
@@ -88,8 +117,10 @@ def agl_register_tracers(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def agl_register_adapters(registry: Registry[Any]) -> None:
+def agl_register_adapters(registry: Registry[Adapter[Any, Any]]) -> None:
     """Add :class:`~agl_core.Adapter` implementations (spans to training data).
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example::
 
@@ -105,8 +136,10 @@ def agl_register_adapters(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def agl_register_stores(registry: Registry[Any]) -> None:
+def agl_register_stores(registry: Registry[LightningStore]) -> None:
     """Add :class:`~agl_core.LightningStore` implementations and the URI schemes they open.
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example::
 
@@ -124,8 +157,10 @@ def agl_register_stores(registry: Registry[Any]) -> None:
 
 
 @hookspec
-def agl_register_strategies(registry: Registry[Any]) -> None:
+def agl_register_strategies(registry: Registry[ExecutionStrategy]) -> None:
     """Add :class:`~agl_core.execution.ExecutionStrategy` implementations (how runners are laid out).
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example (``agl_ray/hooks.py``)::
 
@@ -151,6 +186,8 @@ def agl_register_strategies(registry: Registry[Any]) -> None:
 @hookspec
 def agl_register_commands(cli: click.Group) -> None:
     """Add subcommands to the ``agl`` command line (a :class:`click.Group`).
+
+    *Added in contract 1 (agl 0.4.0).*
 
     Example::
 

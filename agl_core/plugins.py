@@ -32,17 +32,23 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
 
 import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_KINDS, Registry, kind_plural
+from agl_core.registry import COMPONENT_BASES, COMPONENT_KINDS, Registry, kind_plural
 
 if TYPE_CHECKING:
     import click
+
+    from agl_core.adapter.base import Adapter
+    from agl_core.algorithm.base import Algorithm
+    from agl_core.execution.base import ExecutionStrategy
+    from agl_core.runner.base import Runner
+    from agl_core.store.base import LightningStore
+    from agl_core.tracer.base import Tracer
 
 logger = logging.getLogger(__name__)
 
@@ -60,10 +66,16 @@ _KNOWN_HOOKS = (*_REGISTER_HOOKS, "agl_register_commands")
 class EntryPointLike(Protocol):
     """What the loader needs from an entry point (``importlib.metadata.EntryPoint`` fits)."""
 
-    name: str
-    value: str
+    @property
+    def name(self) -> str:
+        """The entry point's name (the plugin's name)."""
 
-    def load(self) -> Any: ...
+    @property
+    def value(self) -> str:
+        """The ``module:attr`` the entry point names."""
+
+    def load(self) -> Any:
+        """Import and return the plugin object."""
 
 
 @dataclass
@@ -96,6 +108,32 @@ class PluginRecord:
     disabled_reason: str | None = None
     load_seconds: float | None = None
     """Seconds spent importing and registering the plugin (None: not loaded)."""
+    api_version: Any = None
+    """The contract version the plugin declares it was built for (its ``AGL_PLUGIN_API_VERSION``)."""
+
+    @property
+    def api_mismatch(self) -> str | None:
+        """Why the declared contract version does not fit this core; None when it fits or is undeclared."""
+        declared = self.api_version
+        if declared is None or self.builtin:
+            return None
+        if not isinstance(declared, int) or isinstance(declared, bool):
+            return (
+                f"declares {hookspecs.PLUGIN_API_VERSION_ATTRIBUTE} = {declared!r}; it must be an integer "
+                f"(this agl-core speaks plugin contract {hookspecs.PLUGIN_API_VERSION})"
+            )
+        if declared < hookspecs.PLUGIN_API_VERSION:
+            return (
+                f"was built for plugin contract {declared}, this agl-core speaks "
+                f"{hookspecs.PLUGIN_API_VERSION}; upgrade the plugin (the hooks' notes in agl_core.hookspecs "
+                "say what changed)"
+            )
+        if declared > hookspecs.PLUGIN_API_VERSION:
+            return (
+                f"was built for plugin contract {declared}, newer than this agl-core's "
+                f"{hookspecs.PLUGIN_API_VERSION}; upgrade agl-core"
+            )
+        return None
 
 
 def _env_list(value: str) -> list[str]:
@@ -191,7 +229,9 @@ class PluginManager:
         self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self._registries: dict[str, Registry[Any]] = {
-            kind: Registry(kind, hint=self._failure_hint, on_miss=self.ensure_entrypoints)
+            kind: Registry(
+                kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
+            )
             for kind in COMPONENT_KINDS
         }
         self._records: dict[str, PluginRecord] = {}
@@ -208,6 +248,20 @@ class PluginManager:
 
     # -- public API --------------------------------------------------------------------------
 
+    @overload
+    def registry(self, kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
+    @overload
+    def registry(self, kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
+    @overload
+    def registry(self, kind: Literal["tracer"]) -> Registry[Tracer]: ...
+    @overload
+    def registry(self, kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
+    @overload
+    def registry(self, kind: Literal["store"]) -> Registry[LightningStore]: ...
+    @overload
+    def registry(self, kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
+    @overload
+    def registry(self, kind: str) -> Registry[Any]: ...
     def registry(self, kind: str) -> Registry[Any]:
         """The registry of one component kind (``"algorithm"``, ``"store"``, ...)."""
         try:
@@ -261,7 +315,13 @@ class PluginManager:
         with self._lock:
             if name in self._records and self._records[name].status == "ok":
                 raise ValueError(f"An agl plugin named {name!r} is already registered.")
-            record = PluginRecord(name=name, distribution=distribution, version=version, builtin=builtin)
+            record = PluginRecord(
+                name=name,
+                distribution=distribution,
+                version=version,
+                builtin=builtin,
+                api_version=getattr(plugin, hookspecs.PLUGIN_API_VERSION_ATTRIBUTE, None),
+            )
             self._records[name] = record
             stage = "validate"
             started = time.perf_counter()
@@ -489,14 +549,20 @@ def set_plugin_manager(manager: PluginManager | None) -> PluginManager | None:
     return previous
 
 
+@overload
+def get_registry(kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
+@overload
+def get_registry(kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
+@overload
+def get_registry(kind: Literal["tracer"]) -> Registry[Tracer]: ...
+@overload
+def get_registry(kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
+@overload
+def get_registry(kind: Literal["store"]) -> Registry[LightningStore]: ...
+@overload
+def get_registry(kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
+@overload
+def get_registry(kind: str) -> Registry[Any]: ...
 def get_registry(kind: str) -> Registry[Any]:
-    """The process-wide registry of one component kind."""
+    """The process-wide registry of one component kind (typed by kind: ``Registry[Algorithm]``, ...)."""
     return get_plugin_manager().registry(kind)
-
-
-def plugin_module(name: str, **hooks: Any) -> ModuleType:
-    """Build a throwaway plugin module from hook functions (handy in tests and notebooks)."""
-    module = ModuleType(name)
-    for hook_name, fn in hooks.items():
-        setattr(module, hook_name, fn)
-    return module

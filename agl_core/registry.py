@@ -4,6 +4,11 @@ There is one :class:`Registry` per component kind (algorithm, runner, tracer, ad
 strategy).
 Plugins fill them through the ``agl_register_*`` hooks; users pick implementations by name.
 A target is a ``"module:attr"`` string, imported only on first use, or a callable.
+
+This is the one place a spec becomes a component: ``Trainer``, the ``agl`` command line,
+:func:`agl_core.store.open_store` and Agent Lightning 0.3's ``build_component`` all call
+:meth:`Registry.create` (or :meth:`Registry.open_uri` for a store URI). Each registry knows the base
+class of its kind (``Registry[type[Algorithm]]`` builds ``Algorithm`` instances) and checks what it builds.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from agl_core.errors import (
     ComponentSpecError,
@@ -36,7 +41,7 @@ def kind_plural(kind: str) -> str:
     return f"{kind[:-1]}ies" if kind.endswith("y") else f"{kind}s"
 
 
-FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
+FIRST_PARTY_PLUGINS: Mapping[tuple[str, str], str] = {
     ("algorithm", "apo"): "agl-apo",
     ("algorithm", "verl"): "agl-verl",
     ("algorithm", "sft"): "agl-unsloth",
@@ -46,13 +51,39 @@ FIRST_PARTY_PLUGINS: dict[tuple[str, str], str] = {
     ("tracer", "agentops"): "agl-agentops",
     ("strategy", "ray"): "agl-ray",
 }
-"""Names provided by first-party plugins, so a missing one gets an install hint."""
+"""Names provided by first-party plugins, so a missing one gets an install hint.
 
-FIRST_PARTY_SCHEMES: dict[str, str] = {"mongodb": "agl-mongo", "mongodb+srv": "agl-mongo"}
-"""Store URI schemes provided by first-party plugins."""
+The plugin manager seeds every registry with these; a plugin extends the hints with
+:meth:`Registry.add_install_hint`.
+"""
+
+FIRST_PARTY_SCHEMES: Mapping[str, str] = {"mongodb": "agl-mongo", "mongodb+srv": "agl-mongo"}
+"""Store URI schemes provided by first-party plugins (seeded like :data:`FIRST_PARTY_PLUGINS`)."""
+
+COMPONENT_BASES: Mapping[str, str] = {
+    "algorithm": "agl_core.algorithm.base:Algorithm",
+    "runner": "agl_core.runner.base:Runner",
+    "tracer": "agl_core.tracer.base:Tracer",
+    "adapter": "agl_core.adapter.base:Adapter",
+    "store": "agl_core.store.base:LightningStore",
+    "strategy": "agl_core.execution.base:ExecutionStrategy",
+}
+"""The base class every component of a kind must be an instance of (imported when first needed)."""
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.+-]*$")
 _TARGET_RE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_DOTTED_PATH_RE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+_URI_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
+
+
+def uri_scheme(text: str) -> str | None:
+    """The lower-cased scheme of a URI (``"sqlite"`` for ``sqlite:///x.db``); None when it has none.
+
+    The one parser of store URIs (RFC 3986 scheme syntax): :meth:`Registry.create`,
+    :meth:`Registry.open_uri` and :func:`agl_core.store.parse_store_uri` all use it.
+    """
+    match = _URI_SCHEME_RE.match(text)
+    return match.group(1).lower() if match is not None else None
 
 
 @lru_cache(maxsize=512)
@@ -85,12 +116,44 @@ def missing_requirements(requires: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def import_target(target: str) -> Any:
-    """Import ``"package.module:attr.path"`` and return the attribute."""
+    """Import ``"package.module:attr.path"`` (or the dotted ``"package.module.attr"``) and return it.
+
+    Raises:
+        ValueError: ``target`` names no module attribute.
+        ImportError / AttributeError: the module or attribute does not exist.
+    """
+    if ":" not in target:
+        module_name, _, attr = target.rpartition(".")
+        if not module_name or not attr:
+            raise ValueError(
+                f"{target!r} is not an import path; use 'package.module.Class' or 'package.module:Class'."
+            )
+        return getattr(importlib.import_module(module_name), attr)
     module_name, _, attr_path = target.partition(":")
     obj: Any = importlib.import_module(module_name)
     for part in attr_path.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+def instantiate(
+    factory: Callable[..., T], kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None
+) -> T:
+    """Call ``factory`` with ``kwargs`` plus each of ``defaults`` its signature accepts and ``kwargs`` lack.
+
+    A callable default (not a class) is called to make the value, so it is built only when used.
+    """
+    call_kwargs = dict(kwargs)
+    if defaults:
+        try:
+            params = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            params = {}  # type: ignore[assignment]
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        for key, value in defaults.items():
+            if key not in call_kwargs and (takes_any or key in params):
+                call_kwargs[key] = value() if callable(value) and not inspect.isclass(value) else value
+    return factory(**call_kwargs)
 
 
 @dataclass
@@ -106,7 +169,7 @@ class RegistryEntry(Generic[T]):
     schemes: tuple[str, ...] = ()
     plugin: str = "core"
     distribution: str | None = None
-    _loaded: Any = field(default=None, repr=False)
+    _loaded: Callable[..., T] | None = field(default=None, repr=False)
 
     @property
     def target_name(self) -> str:
@@ -181,18 +244,39 @@ class Registry(Generic[T]):
         self,
         kind: str,
         *,
-        base: type | None = None,
+        base: type | str | None = None,
         hint: Callable[[str, str], str | None] | None = None,
         on_miss: Callable[[], bool] | None = None,
     ) -> None:
         self.kind = kind
         self._on_miss = on_miss
-        self.base = base
+        self._base: type | str | None = base
         self._entries: dict[str, RegistryEntry[T]] = {}
         self._aliases: dict[str, str] = {}
         self._schemes: dict[str, str] = {}
+        self._install_hints: dict[str, tuple[str, str]] = {}
+        self._scheme_hints: dict[str, tuple[str, str]] = {}
         self._current: tuple[str, str | None] = ("core", "agl-core")
         self._hint = hint
+        for (hint_kind, name), dist in FIRST_PARTY_PLUGINS.items():
+            if hint_kind == kind:
+                self._install_hints[name] = (dist, "core")
+        if kind == "store":
+            self._scheme_hints.update({s: (dist, "core") for s, dist in FIRST_PARTY_SCHEMES.items()})
+
+    @property
+    def base(self) -> type | None:
+        """The class every component of this kind is an instance of (None: unchecked).
+
+        Given as a ``"module:attr"`` string, it is imported the first time a spec is built.
+        """
+        if isinstance(self._base, str):
+            self._base = import_target(self._base)
+        return self._base  # type: ignore[return-value]
+
+    @base.setter
+    def base(self, value: type | str | None) -> None:
+        self._base = value
 
     # -- registration ------------------------------------------------------------------------
 
@@ -275,6 +359,28 @@ class Registry(Generic[T]):
         for scheme in entry.schemes:
             self._schemes[scheme] = name
 
+    def add_install_hint(self, name: str, distribution: str, *, schemes: Sequence[str] = ()) -> None:
+        """Name the distribution that provides ``name`` (and store URI ``schemes``) when it is missing.
+
+        A lookup of a name nobody registered then ends with ``pip install <distribution>``. The core
+        seeds :data:`FIRST_PARTY_PLUGINS` and :data:`FIRST_PARTY_SCHEMES`; a plugin may add its own
+        family's names from its registration hook. The first hint for a name wins.
+        """
+        plugin = self._current[0]
+        self._install_hints.setdefault(name, (distribution, plugin))
+        for scheme in schemes:
+            self._scheme_hints.setdefault(scheme.lower(), (distribution, plugin))
+
+    def install_hint(self, name: str) -> str | None:
+        """The distribution that provides ``name`` according to the install hints, if any."""
+        hint = self._install_hints.get(name)
+        return hint[0] if hint is not None else None
+
+    def scheme_install_hint(self, scheme: str) -> str | None:
+        """The distribution that opens store URIs with ``scheme`` according to the install hints, if any."""
+        hint = self._scheme_hints.get(scheme.lower())
+        return hint[0] if hint is not None else None
+
     def _load_more(self) -> bool:
         """Ask the owner to load the plugins not loaded yet; True if it did (a lookup may retry)."""
         return self._on_miss() if self._on_miss is not None else False
@@ -300,6 +406,9 @@ class Registry(Generic[T]):
                 self._aliases.pop(alias, None)
             for scheme in entry.schemes:
                 self._schemes.pop(scheme, None)
+        for hints in (self._install_hints, self._scheme_hints):
+            for label in [label for label, (_, owner) in hints.items() if owner == plugin]:
+                del hints[label]
 
     # -- lookup ------------------------------------------------------------------------------
 
@@ -337,8 +446,8 @@ class Registry(Generic[T]):
         if scheme not in self._schemes:
             known = ", ".join(f"{s}:" for s in sorted(self._schemes)) or "none"
             message = f"No store opens URIs with scheme {scheme!r}. Known schemes: {known}."
-            if scheme in FIRST_PARTY_SCHEMES:
-                dist = FIRST_PARTY_SCHEMES[scheme]
+            dist = self.scheme_install_hint(scheme)
+            if dist is not None:
                 message += f" The {scheme!r} scheme comes from {dist}: pip install {dist}"
             raise UnknownComponentError(message)
         return self._entries[self._schemes[scheme]]
@@ -359,7 +468,7 @@ class Registry(Generic[T]):
             extra = self._hint(self.kind, name)
             if extra:
                 message += " " + extra
-        dist = FIRST_PARTY_PLUGINS.get((self.kind, name))
+        dist = self.install_hint(name)
         if dist is not None:
             message += f" The {self.kind} {name!r} is provided by the {dist} plugin: pip install {dist}"
         return message
@@ -398,17 +507,12 @@ class Registry(Generic[T]):
                     f"Got a ready {self.kind} instance ({type(spec).__name__}) together with "
                     f"constructor arguments {sorted(kwargs)}; pass one or the other."
                 )
-            return spec
+            return cast("T", spec)
         if isinstance(spec, str):
             factory, uri = self._factory_from_string(spec)
             if uri is not None:
-                opener = getattr(factory, "from_uri", None)
-                if opener is None:
-                    raise ComponentSpecError(
-                        f"{self.kind} {factory!r} is registered for URI {uri!r} but has no from_uri()."
-                    )
-                return self._check(opener(uri, **kwargs), spec)
-            return self._check(_instantiate(factory, kwargs, defaults), spec)
+                return self.open_uri(uri, **kwargs)
+            return self._check(instantiate(factory, kwargs, defaults), spec)
         if isinstance(spec, Mapping):
             spec_kwargs = dict(spec)
             type_name = spec_kwargs.pop("type", None) or spec_kwargs.pop("name", None)
@@ -426,63 +530,65 @@ class Registry(Generic[T]):
                     f"{spec.__qualname__} is not a {self.base.__name__} subclass, so it cannot be "
                     f"used as a {self.kind}."
                 )
-            return self._check(_instantiate(spec, kwargs, defaults), spec)
+            return self._check(instantiate(spec, kwargs, defaults), spec)
         if callable(spec):
-            return self._check(_instantiate(spec, kwargs, defaults), spec)
+            return self._check(instantiate(spec, kwargs, defaults), spec)
         raise ComponentSpecError(
             f"Cannot build a {self.kind} from {type(spec).__name__} {spec!r}: pass an instance, a "
             f"registered name ({', '.join(self.names()) or 'none registered'}), a dict with 'type', "
             "a class or a factory."
         )
 
+    def open_uri(self, uri: str, **kwargs: Any) -> T:
+        """Open the component a URI names (stores): the ``from_uri`` of the entry owning its scheme.
+
+        An entry without ``from_uri`` is called with the URI. ``kwargs`` go to the call.
+
+        Raises:
+            ComponentSpecError: ``uri`` has no scheme, or the result is not of this registry's base type.
+            UnknownComponentError: no entry opens the scheme (with the known schemes and an install hint).
+        """
+        scheme = uri_scheme(uri)
+        if scheme is None:
+            raise ComponentSpecError(f"{self.kind} URI {uri!r} has no scheme (expected 'scheme:...').")
+        factory: Any = self.scheme_entry(scheme).load()
+        opener = getattr(factory, "from_uri", None)
+        return self._check(opener(uri, **kwargs) if opener is not None else factory(uri, **kwargs), uri)
+
     def _factory_from_string(self, spec: str) -> tuple[Callable[..., T], str | None]:
-        entry = self._owner_of(spec)
-        if entry is not None:
-            return entry.load(), None
-        scheme, sep, _ = spec.partition(":")
-        if sep and scheme.lower() in self._schemes:
-            return self._entries[self._schemes[scheme.lower()]].load(), spec
-        if _TARGET_RE.match(spec):
+        """The factory a string names (a name, a URI or an import path); the URI when it is one."""
+        for attempt in range(2):
+            if attempt and not self._load_more():
+                break
+            entry = self._owner_of(spec)
+            if entry is not None:
+                return entry.load(), None
+            scheme = uri_scheme(spec)
+            if scheme is not None and scheme in self._schemes:
+                return self._entries[self._schemes[scheme]].load(), spec
+            if _TARGET_RE.match(spec):
+                return self._import(spec), None
+        if _DOTTED_PATH_RE.match(spec):
             try:
-                return import_target(spec), None
-            except (ImportError, AttributeError) as exc:
-                raise ComponentSpecError(f"Cannot import {self.kind} {spec!r}: {exc}") from exc
-        self._load_more()
-        entry = self._owner_of(spec)
-        if entry is not None:
-            return entry.load(), None
-        if sep and self._schemes and scheme.lower() in self._schemes:
-            return self._entries[self._schemes[scheme.lower()]].load(), spec
-        if _TARGET_RE.match(spec):
-            try:
-                return import_target(spec), None
-            except (ImportError, AttributeError) as exc:
-                raise ComponentSpecError(f"Cannot import {self.kind} {spec!r}: {exc}") from exc
-        if self.kind == "store" and sep:
+                return self._import(spec), None
+            except ComponentSpecError:
+                pass  # not an import path after all: report the unknown name
+        scheme = uri_scheme(spec)
+        if self.kind == "store" and scheme is not None:
             self.scheme_entry(scheme)  # raises with the known schemes and an install hint
         raise UnknownComponentError(self._unknown_message(spec))
 
-    def _check(self, obj: Any, spec: Any) -> T:
+    def _import(self, path: str) -> Callable[..., T]:
+        try:
+            return import_target(path)  # type: ignore[no-any-return]
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ComponentSpecError(f"Cannot import {self.kind} {path!r}: {exc}") from exc
+
+    def _check(self, obj: object, spec: Any) -> T:
+        """``obj`` when it is an instance of the registry's base class (always, with no base)."""
         if self.base is not None and not isinstance(obj, self.base):
             raise ComponentSpecError(
                 f"{self.kind} spec {spec!r} produced {type(obj).__name__}, which is not a "
                 f"{self.base.__name__}."
             )
-        return obj
-
-
-def _instantiate(
-    factory: Callable[..., Any], kwargs: Mapping[str, Any], defaults: Mapping[str, Any] | None
-) -> Any:
-    """Call ``factory`` with ``kwargs`` plus the ``defaults`` its signature accepts."""
-    call_kwargs = dict(kwargs)
-    if defaults:
-        try:
-            params = inspect.signature(factory).parameters
-        except (TypeError, ValueError):
-            params = {}
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        for key, value in defaults.items():
-            if key not in call_kwargs and (takes_any or key in params):
-                call_kwargs[key] = value() if callable(value) and not inspect.isclass(value) else value
-    return factory(**call_kwargs)
+        return cast("T", obj)

@@ -8,7 +8,10 @@ Each backend runs in its own process (``all``: memory, then sqlite; ``http`` is 
 process on a temporary SQLite file, asked for by name because filling it is slow). The store is filled
 in steps to each size in ``--sizes`` (rollouts, each with 10 spans: 1M spans at 100k rollouts); after
 each step every operation below runs ``--reps`` times, each call timed on its own, and the median
-in microseconds is reported with its ratio to the median at the first size.
+in microseconds is reported with its ratio to the median at the first size: ``us`` is CPU time of
+this process (all its threads, so the SQLite store's too; for ``http`` the server's is not counted),
+which leaves out waiting for a core on a busy machine, ``us_wall`` the wall-clock time. Each size's
+figures are also written to stderr as soon as they are measured.
 
 Workload (what a long training run leaves behind): every rollout is started by a worker (ten
 rollouts per worker id, so workers grow with the store), gets 10 LLM-call spans in one
@@ -113,20 +116,26 @@ class Filler:
             self.size += 1
 
 
-async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> list[float]:
-    """Run each call, one after the other; the wall time of each, in microseconds."""
-    clock = time.perf_counter
+async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> list[tuple[float, float]]:
+    """Run each call, one after the other; the ``(cpu, wall)`` time of each, in microseconds.
+
+    CPU time is this process's (all its threads: the SQLite store's included), so it leaves out the
+    time spent waiting for a core on a busy machine.
+    """
+    wall, cpu = time.perf_counter, time.process_time
     took = []
     for call in calls:
-        start = clock()
+        start_cpu, start_wall = cpu(), wall()
         await call()
-        took.append((clock() - start) * 1e6)
+        took.append(((cpu() - start_cpu) * 1e6, (wall() - start_wall) * 1e6))
     return took
 
 
-async def measure(store: LightningStore, filler: Filler, reps: int, rng: random.Random) -> dict[str, float]:
-    """The median cost (µs) of every operation on the store as it is now."""
-    results: dict[str, list[float]] = {}
+async def measure(
+    store: LightningStore, filler: Filler, reps: int, rng: random.Random
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The median CPU and wall cost (µs) of every operation on the store as it is now."""
+    results: dict[str, list[tuple[float, float]]] = {}
     started: list[Any] = []
 
     async def start(i: int) -> None:
@@ -172,7 +181,9 @@ async def measure(store: LightningStore, filler: Filler, reps: int, rng: random.
     )
     check = await store.query_rollouts(status_in=["running"], limit=100)
     assert check.total == filler.running_limit, f"expected {filler.running_limit} running, got {check.total}"
-    return {name: round(statistics.median(values), 1) for name, values in results.items()}
+    cpu = {name: round(statistics.median(c for c, _ in values), 1) for name, values in results.items()}
+    wall = {name: round(statistics.median(w for _, w in values), 1) for name, values in results.items()}
+    return cpu, wall
 
 
 async def run_backend(backend: str, sizes: list[int], reps: int, running: int) -> dict[str, Any]:
@@ -200,7 +211,7 @@ async def run_backend(backend: str, sizes: list[int], reps: int, running: int) -
                 began = time.perf_counter()
                 await filler.grow_to(size)
                 fill_seconds = time.perf_counter() - began
-                costs = await measure(store, filler, reps, rng)
+                costs, wall_costs = await measure(store, filler, reps, rng)
                 gc.collect()
                 rss = rss_bytes()
                 stats = await store.statistics()
@@ -211,6 +222,7 @@ async def run_backend(backend: str, sizes: list[int], reps: int, running: int) -
                     "workers": stats["total_workers"],
                     "fill_seconds": round(fill_seconds, 1),
                     "us": costs,
+                    "us_wall": wall_costs,
                     "rss_bytes": rss,
                     "bytes_per_span": round((rss - baseline) / spans) if spans else None,
                 }
@@ -221,7 +233,7 @@ async def run_backend(backend: str, sizes: list[int], reps: int, running: int) -
                         if f.startswith("scale.db")
                     )
                 steps.append(step)
-                print(f"{backend}: {size} rollouts done", file=sys.stderr, flush=True)
+                print(f"{backend} {size}: {json.dumps(step)}", file=sys.stderr, flush=True)
             await store.close()
         finally:
             if server is not None:

@@ -1,7 +1,7 @@
 """`import agl_core as agl` exposes Agent Lightning 0.3's top-level names.
 
-LegacyAgentRunner (0.3's deprecated v0.1 runner) is not provided: reading it raises an ImportError naming
-the replacement (docs/migrating-from-agent-lightning.md), and it stays out of ``__all__``.
+0.3's legacy runner and collection-based store resolve to their compatibility modules
+(docs/migrating-from-agent-lightning.md).
 """
 
 from __future__ import annotations
@@ -44,10 +44,6 @@ EXPECTED = {
     "version": "__version__",
 }
 
-NOT_PROVIDED = {
-    "LegacyAgentRunner": "v0.1 HTTP stack",
-}
-
 ALL_EXPECTED = sorted({name for names in EXPECTED.values() for name in names.split()})
 
 
@@ -69,12 +65,12 @@ def test_names_resolve_to_the_implementations() -> None:
     )  # not shadowed (quirk 15)
 
 
-@pytest.mark.parametrize(("name", "what"), sorted(NOT_PROVIDED.items()))
-def test_dropped_names_raise_an_error_naming_the_replacement(name: str, what: str) -> None:
-    assert name not in agl.__all__
-    with pytest.raises(ImportError, match=what) as info:
-        getattr(agl, name)
-    assert "docs/migrating-from-agent-lightning.md" in str(info.value)
+def test_legacy_names_resolve_to_their_compatibility_modules() -> None:
+    from agl_core.runner.legacy import LegacyAgentRunner
+    from agl_core.store.collection_based import CollectionBasedLightningStore
+
+    assert agl.LegacyAgentRunner is LegacyAgentRunner and "LegacyAgentRunner" in agl.__all__
+    assert agl.CollectionBasedLightningStore is CollectionBasedLightningStore
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:

@@ -100,4 +100,4 @@ def convert_to_openai_messages(
                 messages.append(reply)
         functions = record.get("request", {}).get("functions")
         tools = None if functions is None else [_tool_definition(function) for function in functions]
-        yield OpenAIMessages(messages=messages, tools=tools)  # type: ignore[typeddict-item]
+        yield OpenAIMessages(messages=messages, tools=tools)

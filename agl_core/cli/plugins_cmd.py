@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from agl_core.hookspecs import PLUGIN_API_VERSION
 from agl_core.plugins import PluginManager, PluginRecord
 
 RECORD_SCHEMA_VERSION = 1
@@ -28,6 +29,8 @@ def plugin_record_json(manager: PluginManager, record: PluginRecord) -> dict[str
         "error": record.error.to_json() if record.error else None,
         "disabled_reason": record.disabled_reason,
         "load_seconds": None if record.load_seconds is None else round(record.load_seconds, 4),
+        "api_version": record.api_version if isinstance(record.api_version, int) else None,
+        "api_mismatch": record.api_mismatch,
     }
 
 
@@ -130,6 +133,12 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
             )
             if r.error.hint:
                 click.echo(f"    hint: {r.error.hint}")
+    mismatched = [r for r in records if r.status == "ok" and r.api_mismatch]
+    if mismatched:
+        click.echo("")
+        click.echo(f"Plugins built for another plugin contract (this agl-core speaks {PLUGIN_API_VERSION}):")
+        for r in mismatched:
+            click.echo(f"  {r.name} ({r.distribution or '?'} {r.version or '?'}) {r.api_mismatch}")
     if unmet:
         click.echo("")
         click.echo("Components whose requirements are not installed:")
@@ -138,13 +147,13 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
             dist = r.distribution or r.name
             click.echo(f"  {item['kind']} {item['name']} ({dist}) needs {needs}")
             click.echo(f"    hint: pip install {' '.join(repr(m.split(' (')[0]) for m in item['missing'])}")
-    return len(failed) + len(unmet)
+    return len(failed) + len(unmet) + len(mismatched)
 
 
 @plugins_group.command(name="check")
 @click.pass_context
 def check_plugins(ctx: click.Context) -> None:
-    """Exit with status 1 if any plugin failed or any requirement is missing (for CI)."""
+    """Exit with status 1 if a plugin failed, a requirement is missing or a contract version differs (CI)."""
     manager = _load_all(ctx)
     records = manager.records()
     problems = _echo_problems(manager, records)

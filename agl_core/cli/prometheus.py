@@ -53,7 +53,7 @@ def create_prometheus_app(metrics_path: str = "/v1/prometheus") -> web.Applicati
 
     async def metrics(_: web.Request) -> web.Response:
         registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=ensure_prometheus_dir())
+        MultiProcessCollector(registry, path=ensure_prometheus_dir())  # type: ignore[no-untyped-call]
         return metrics_response(registry)
 
     async def health(_: web.Request) -> web.Response:

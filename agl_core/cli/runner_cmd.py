@@ -115,7 +115,7 @@ async def run_worker(options: _Options, worker_id: int, event: Any) -> bool:
 
 async def run_worker_on(options: _Options, store: Any, worker_id: int, event: Any) -> bool:
     """`run_worker` on an open store (which the caller closes)."""
-    from agl_core.execution._lifecycle import run_until_stopped
+    from agl_core.execution.lifecycle import run_until_stopped
     from agl_core.runner.agent import LitAgentRunner
     from agl_core.tracer.base import Tracer
     from agl_core.trainer.init_utils import build_component
@@ -203,7 +203,7 @@ def _run_with_strategy(
 
 def _worker_process(options: _Options, worker_id: int, event: Any, parent_pid: int) -> None:
     """Entry point of one runner process (``--n-runners`` > 1)."""
-    from agl_core.execution._processes import ParentAwareEvent
+    from agl_core.execution.processes import ParentAwareEvent
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
@@ -230,8 +230,8 @@ def _run_in_process(options: _Options, worker_id: int) -> int:
 
 
 def _run_processes(options: _Options, first_worker_id: int, n_runners: int) -> int:
-    from agl_core.execution._processes import ProcessGroup
     from agl_core.execution.events import MultiprocessingEvent
+    from agl_core.execution.processes import ProcessGroup
 
     ctx = multiprocessing.get_context()
     event = MultiprocessingEvent(ctx=ctx)

@@ -49,18 +49,13 @@ async def iter_rollouts(
 ) -> AsyncIterator[tuple[int, int, Any]]:
     """Yield ``(index, total, rollout)`` oldest first, one page in memory at a time, from index ``start``.
 
-    Rollouts are ordered by start time, so rollouts added while this runs come after the ones already seen
-    and an interrupted walk can resume at the index it reached.
+    Rollouts come in the store's insertion order (no ``sort_by``: SQLite serves it from its primary key,
+    with no sort whose memory would grow with the offset), so rollouts added while this runs come after
+    the ones already seen and an interrupted walk can resume at the index it reached.
     """
     offset = start
     while True:
-        page = await store.query_rollouts(
-            status_in=status_in or None,
-            sort_by="start_time",
-            sort_order="asc",
-            limit=PAGE_SIZE,
-            offset=offset,
-        )
+        page = await store.query_rollouts(status_in=status_in or None, limit=PAGE_SIZE, offset=offset)
         for i, rollout in enumerate(page.items):
             yield offset + i, page.total, rollout
         offset += len(page.items)

@@ -24,10 +24,10 @@ from agl_core.env_var import (
     resolve_int_env_var,
     resolve_str_env_var,
 )
-from agl_core.execution._lifecycle import run_until_stopped
-from agl_core.execution._processes import ParentAwareEvent, ProcessGroup
 from agl_core.execution.base import AlgorithmBundle, ExecutionStrategy, RunnerBundle
 from agl_core.execution.events import ExecutionEvent, MultiprocessingEvent
+from agl_core.execution.lifecycle import run_until_stopped
+from agl_core.execution.processes import ParentAwareEvent, ProcessGroup
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized

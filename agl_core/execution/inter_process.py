@@ -1,25 +1,27 @@
 """Compatibility module for Agent Lightning 0.3's ``agentlightning.execution.inter_process``.
 
-Listed in docs/migrating-from-agent-lightning.md.
-
-0.3 shipped an empty placeholder here.
+Listed in docs/migrating-from-agent-lightning.md. 0.3 shipped `InterProcessExecutionStrategy` as an empty
+placeholder reserving the ``ipc`` alias; so does agl: executing it raises `NotImplementedError` naming the
+strategy to use for several processes, ``"cs"`` (`ClientServerExecutionStrategy`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agl_core._compat import module_getattr
+from agl_core.execution.base import ExecutionStrategy
 
-__all__ = []
+__all__ = ["InterProcessExecutionStrategy"]
 
-_NAMES: dict[str, Any] = {}
 
-_REASON = (
-    "it was an empty placeholder in 0.3; use ClientServerExecutionStrategy (strategy 'cs') for "
-    "several processes"
-)
+class InterProcessExecutionStrategy(ExecutionStrategy):
+    """Placeholder for inter-process execution (alias ``ipc``), as in 0.3: it does not run anything."""
 
-_DROPPED: dict[str, str] = dict.fromkeys(["InterProcessExecutionStrategy"], _REASON)
+    alias: str = "ipc"
 
-__getattr__ = module_getattr("agl_core.execution.inter_process", _NAMES, _DROPPED)
+    def execute(self, algorithm: Any, runner: Any, store: Any) -> None:
+        """Raise `NotImplementedError`: use ``strategy="cs"`` (`ClientServerExecutionStrategy`)."""
+        raise NotImplementedError(
+            "InterProcessExecutionStrategy is a placeholder (as in Agent Lightning 0.3); use "
+            "ClientServerExecutionStrategy (strategy='cs') to run the algorithm and runners in processes."
+        )

@@ -10,9 +10,9 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
 from agl_core.env_var import LightningEnvVar, resolve_bool_env_var
-from agl_core.execution._lifecycle import run_until_stopped
 from agl_core.execution.base import AlgorithmBundle, ExecutionStrategy, RunnerBundle
 from agl_core.execution.events import ThreadingEvent
+from agl_core.execution.lifecycle import run_until_stopped
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore

@@ -37,11 +37,18 @@ def __getattr__(name: str) -> bool:
     return value
 
 
-def instrument_all() -> list[str]:
-    """Apply each instrumentation whose library is installed, warn about the others; return those applied."""
+def instrument_all(*, warn_missing: bool = True) -> list[str]:
+    """Apply each instrumentation whose library is installed; return those applied.
+
+    A library that is not installed is logged as a warning (``warn_missing``) or at debug level; one that
+    is installed but cannot be instrumented is always a warning.
+    """
     applied: list[str] = []
     if importlib.util.find_spec("openai") is None:
-        logger.warning("openai is not installed; its calls will not be traced.")
+        logger.log(
+            logging.WARNING if warn_missing else logging.DEBUG,
+            "openai is not installed; its calls will not be traced.",
+        )
     else:
         from agl_core.instrumentation.openai import instrument_openai
 

@@ -25,7 +25,7 @@ Content capture: on by default (prompts and answers are the training data). The 
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` set to ``false``/``0``/``NO_CONTENT``/
 ``EVENT_ONLY`` turns it off (token ids are still recorded).
 
-Spans are created on :data:`agl_core.tracer._routing.active_tracer_provider` by default: each call lands
+Spans are created on :data:`agl_core.tracer.routing.active_tracer_provider` by default: each call lands
 in the provider of the tracer active in the calling context, and nothing is recorded outside a trace.
 A call made while another agl-instrumented call is in progress on the same context (``parse`` calling
 ``create``) records one span.
@@ -305,7 +305,7 @@ def _raw_response_class() -> type:
     """The raw-response proxy class (built on first use: ``wrapt`` is an optional dependency)."""
     import wrapt
 
-    class RawResponse(wrapt.ObjectProxy):  # type: ignore[misc]
+    class RawResponse(wrapt.ObjectProxy):  # type: ignore[type-arg]
         """A raw ``APIResponse`` / ``AsyncAPIResponse`` / ``LegacyAPIResponse`` (still an instance of its
         class) whose ``parse()`` -- sync, or awaited for async clients -- records the body on the span."""
 
@@ -541,7 +541,7 @@ def instrument_openai(tracer_provider: trace_api.TracerProvider | None = None) -
                 )
             return
         if tracer_provider is None:
-            from agl_core.tracer._routing import active_tracer_provider
+            from agl_core.tracer.routing import active_tracer_provider
 
             tracer_provider = active_tracer_provider
         from agl_core import __version__

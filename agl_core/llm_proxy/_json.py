@@ -9,7 +9,7 @@ its messages and logprobs, which orjson does several times faster.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["BACKEND", "MAX_DEPTH", "dumps", "dumps_str", "loads", "too_deep"]
 
@@ -83,14 +83,14 @@ if _orjson is not None:
     def dumps(value: Any) -> bytes:
         """Serialize ``value`` to compact UTF-8 JSON bytes."""
         try:
-            return _orjson_dumps(value, option=_OPTS)
+            return cast(bytes, _orjson_dumps(value, option=_OPTS))
         except TypeError:  # integers beyond 64 bits
             return _encode(value).encode()
 
     def dumps_str(value: Any) -> str:
         """Serialize ``value`` to a compact JSON string."""
         try:
-            return _orjson_dumps(value, option=_OPTS).decode()
+            return cast(bytes, _orjson_dumps(value, option=_OPTS)).decode()
         except TypeError:
             return _encode(value)
 

@@ -395,7 +395,7 @@ def _replica_for(
 ) -> Replica:
     """Build (or reuse) the replica for one specification item."""
     if isinstance(item, (str, HttpBackend)) or (isinstance(item, Mapping) and not _is_in_process(item)):
-        spec = item if isinstance(item, HttpBackend) else _to_http_backend(item, model)  # type: ignore[arg-type]
+        spec = item if isinstance(item, HttpBackend) else _to_http_backend(item, model)
         base = _base_url(spec.url)
         headers_key = tuple(sorted((spec.headers or {}).items()))
         key: Any = ("http", spec, headers_key)

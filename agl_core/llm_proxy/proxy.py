@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
 from agl_core.types import LLM, ProxyLLM
+from agl_core.utils.loop_thread import LoopThread
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -170,7 +170,7 @@ class LLMProxy:
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: LoopThread | None = None
         self._bound_port: int | None = None
         self._restart_port: int | None = None
 
@@ -290,46 +290,23 @@ class LLMProxy:
         if self._thread is not None or self._runner is not None:
             raise RuntimeError("LLMProxy is already running; stop it first.")
         self._check_thread_safe(self._store)
-        loop = _new_event_loop()
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        def serve() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as exc:
-                failure.append(exc)
-                started.set()
-                loop.close()
-                return
-            started.set()
-            loop.run_forever()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
-
-        thread = threading.Thread(target=serve, name="agl-llm-proxy", daemon=True)
-        thread.start()
-        if not started.wait(_THREAD_START_TIMEOUT_S):
-            raise RuntimeError(f"LLMProxy did not start within {_THREAD_START_TIMEOUT_S:.0f}s")
-        if failure:
-            thread.join()
-            raise failure[0]
+        thread = LoopThread("agl-llm-proxy", timeout=_THREAD_START_TIMEOUT_S, prefer_uvloop=True)
+        try:
+            thread.start(self.start)
+        except TimeoutError:
+            raise RuntimeError(f"LLMProxy did not start within {_THREAD_START_TIMEOUT_S:.0f}s") from None
         self._thread = thread
         return self
 
     def stop_in_thread(self) -> None:
         """Stop a proxy started with :meth:`start_in_thread` and join its thread."""
-        thread, loop = self._thread, self._loop
-        if thread is None or loop is None:
+        thread = self._thread
+        if thread is None or self._loop is None:
             logger.warning("LLMProxy.stop_in_thread() called but the proxy is not running in a thread.")
             return
-        future = asyncio.run_coroutine_threadsafe(self.stop(), loop)
         try:
-            future.result(self._shutdown_timeout + self._flush_timeout + 10.0)
+            thread.stop(self.stop, timeout=self._shutdown_timeout + self._flush_timeout + 10.0)
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_THREAD_START_TIMEOUT_S)
             self._thread = None
 
     def __enter__(self) -> LLMProxy:
@@ -480,15 +457,6 @@ class LLMProxy:
     def __repr__(self) -> str:
         where = self.endpoint if self._bound_port else f"{self.host}:{self.port}"
         return f"LLMProxy({where}, models={self._table.model_names()}, running={self.is_running()})"
-
-
-def _new_event_loop() -> asyncio.AbstractEventLoop:
-    """A fresh event loop: uvloop's when it is installed (the proxy runs markedly faster on it)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
 
 
 def _local_address() -> str:

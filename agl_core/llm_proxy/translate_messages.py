@@ -383,7 +383,7 @@ class MessagesStream:
 
     def _start_call(self, key: int, function: Mapping[str, Any]) -> list[bytes]:
         held = self._held.pop(key)
-        block = {
+        block: dict[str, Any] = {
             "type": "tool_use",
             "id": held["id"],
             "name": function.get("name") or held["name"],

@@ -12,6 +12,9 @@ Backends, chosen by name (or by ``AGL_REPORTERS=jsonl,tensorboard``): ``jsonl`` 
 the run folder, no dependency), ``tensorboard``, ``mlflow`` and ``wandb``; each imports its library only
 when opened and names the extra to install when it is missing (``pip install 'agl-core[tensorboard]'``).
 See docs/metrics.md.
+
+Algorithms that train models also share the on-screen progress table (:class:`ProgressTable`), the
+JSONL reader (:func:`read_jsonl`) and the reward plot (:func:`plot_reward_curves`).
 """
 
 from __future__ import annotations
@@ -24,12 +27,22 @@ from agl_core.reporting.base import (
     reporter_names,
     scalar_metrics,
 )
+from agl_core.reporting.jsonl_backend import append_jsonl, read_jsonl
+from agl_core.reporting.plots import RewardCurve, plot_reward_curves
+from agl_core.reporting.progress import Column, ProgressTable, format_cell
 
 __all__ = [
     "REPORTERS_ENV",
+    "Column",
     "MetricsReporter",
+    "ProgressTable",
     "ReporterGroup",
+    "RewardCurve",
+    "append_jsonl",
+    "format_cell",
     "open_reporters",
+    "plot_reward_curves",
+    "read_jsonl",
     "reporter_names",
     "scalar_metrics",
 ]

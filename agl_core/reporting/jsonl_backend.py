@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["JsonlReporter"]
+__all__ = ["JsonlReporter", "append_jsonl", "read_jsonl"]
 
 
 class JsonlReporter:
@@ -22,9 +22,21 @@ class JsonlReporter:
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         """Append one line."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(dict(metrics), default=str) + "\n")
+        append_jsonl(self.path, metrics)
 
     def close(self) -> None:
         """Nothing to release (each line is written and closed at once)."""
+
+
+def append_jsonl(path: Path, row: Mapping[str, Any]) -> None:
+    """Append ``row`` as one JSON line to ``path`` (folders created; other values written as text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(dict(row), default=str) + "\n")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every row of a metrics JSONL file, in order ([] when it does not exist)."""
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

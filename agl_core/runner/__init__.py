@@ -12,6 +12,7 @@ from agl_core.runner.heartbeat import HeartbeatSender
 __all__ = [
     "AgentTimeoutError",
     "HeartbeatSender",
+    "LegacyAgentRunner",  # imported on first access by __getattr__
     "LitAgentRunner",
     "ResourcesNotFoundError",
     "Runner",
@@ -20,8 +21,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # Agent Lightning 0.3's deprecated LegacyAgentRunner: raises an error naming the replacement
-    # (docs/migrating-from-agent-lightning.md).
+    # Agent Lightning 0.3's runner of the deprecated v0.1 stack, imported on first use.
     if name == "LegacyAgentRunner":
         from agl_core.runner import legacy
 

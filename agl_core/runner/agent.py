@@ -14,6 +14,7 @@ from agl_core.litagent import LitAgent
 from agl_core.runner._results import exception_span, spans_from_result
 from agl_core.runner.base import Runner
 from agl_core.runner.heartbeat import HeartbeatMode, HeartbeatSender
+from agl_core.store.errors import ResourcesNotFoundError
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -38,10 +39,6 @@ PROGRESS_LOG_SECONDS = 10.0
 
 class AgentTimeoutError(TimeoutError):
     """The agent ran longer than the rollout's ``config.timeout_seconds``; the attempt becomes ``timeout``."""
-
-
-class ResourcesNotFoundError(RuntimeError):
-    """The rollout names a ``resources_id`` the store lacks, so the agent cannot run; the attempt fails."""
 
 
 class RunnerStoppedError(RuntimeError):
@@ -398,9 +395,10 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
             update = await store.get_resources_by_id(rollout.resources_id)
             if update is None:
                 raise ResourcesNotFoundError(
+                    rollout.resources_id,
                     f"Rollout {rollout.rollout_id} asks for resources {rollout.resources_id!r}, which are "
                     "not in the store. Enqueue rollouts with the id returned by store.add_resources(...) or "
-                    "update_resources(...), or with resources_id=None to use the latest."
+                    "update_resources(...), or with resources_id=None to use the latest.",
                 )
             return update.resources
         update = await store.get_latest_resources()

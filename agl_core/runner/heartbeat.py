@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
+
+from agl_core.utils.loop_thread import Ticker
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -73,9 +74,9 @@ class HeartbeatSender:
         self.mode: HeartbeatMode = mode
         self._snapshot = snapshot
         self._current: tuple[str, str] | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._ticker = Ticker(
+            f"agl-heartbeat-{worker_id}", self.beat, delay=self._next_delay, on_error=self._crashed
+        )
         self.beats_sent = 0
         """Heartbeats the store acknowledged."""
 
@@ -85,32 +86,19 @@ class HeartbeatSender:
 
     def start(self) -> None:
         """Start beating (the first heartbeat goes out at once)."""
-        if self._thread is not None or self._task is not None:
-            return
-        self._stop.clear()
-        if self.mode == "thread":
-            self._thread = threading.Thread(
-                target=self._thread_main, name=f"agl-heartbeat-{self.worker_id}", daemon=True
-            )
-            self._thread.start()
-        else:
-            self._task = asyncio.get_running_loop().create_task(self._task_main())
+        self._ticker.start(threaded=self.mode == "thread")
 
     async def stop(self) -> None:
         """Stop beating; waits (bounded) for an in-flight heartbeat to finish."""
-        self._stop.set()
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if self._thread is not None:
-            thread, self._thread = self._thread, None
-            await asyncio.to_thread(thread.join, self.call_timeout * 3 + 1.0)
-            if thread.is_alive():
-                logger.warning("Heartbeat thread of %s did not stop in time; abandoning it.", self.worker_id)
+        if not await self._ticker.stop(self.call_timeout * 3 + 1.0):
+            logger.warning("Heartbeat thread of %s did not stop in time; abandoning it.", self.worker_id)
 
-    def _next_delay(self) -> float:
+    def _next_delay(self, elapsed: float = 0.0) -> float:
         return max(0.001, self.interval + random.uniform(-self.jitter, self.jitter))
+
+    def _crashed(self, exc: Exception) -> bool:
+        logger.error("Heartbeat of %s crashed; no more heartbeats.", self.worker_id, exc_info=exc)
+        return False
 
     async def beat(self) -> bool:
         """Send one heartbeat now; True when the store acknowledged the worker heartbeat."""
@@ -140,23 +128,3 @@ class HeartbeatSender:
             except Exception as exc:
                 logger.debug("Attempt heartbeat of %s/%s was not stored: %r", current[0], current[1], exc)
         return ok
-
-    def _thread_main(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            while not self._stop.is_set():
-                loop.run_until_complete(self.beat())
-                if self._stop.wait(self._next_delay()):
-                    break
-        except Exception:
-            logger.exception("Heartbeat thread of %s crashed; no more heartbeats.", self.worker_id)
-        finally:
-            try:
-                loop.run_until_complete(loop.shutdown_default_executor())
-            finally:
-                loop.close()
-
-    async def _task_main(self) -> None:
-        while not self._stop.is_set():
-            await self.beat()
-            await asyncio.sleep(self._next_delay())

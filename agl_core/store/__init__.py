@@ -1,4 +1,4 @@
-"""LightningStore: the contract, its typed errors, and (once wired) the bundled implementations."""
+"""LightningStore: the contract, its typed errors, `open_store`, and the bundled stores (imported lazily)."""
 
 from agl_core.store.base import (
     UNSET,

@@ -25,7 +25,7 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from agl_core.store._logic import NormalizedFilter
+from agl_core.store.logic import NormalizedFilter
 
 __all__ = ["RankGroups", "RolloutIndex", "StartTimeOrder", "WorkerIndex", "required_statuses"]
 
@@ -120,9 +120,9 @@ class RolloutIndex:
 
     def add(self, record: Any) -> None:
         """Index a new record; its ``order`` must be the next rank."""
-        rank = len(self.records)
-        if record.order != rank:
-            raise AssertionError(f"rollout rank {record.order} added where rank {rank} was expected")
+        rank = record.order  # this very int object: the indexes share it with the record
+        if rank != len(self.records):
+            raise AssertionError(f"rollout rank {rank} added where rank {len(self.records)} was expected")
         self.records.append(record)
         rollout = record.rollout
         self.by_status.add(rollout.status, rank)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Collection, Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from agl_core.store._logic import NormalizedFilter, sort_key_for
 from agl_core.store._memory_index import required_statuses
+from agl_core.store.logic import NormalizedFilter, sort_key_for
 from agl_core.types import PaginatedResult, Rollout, Worker
 
 if TYPE_CHECKING:

@@ -14,7 +14,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agl_core.store._logic import (
+from agl_core.store._memory_index import RolloutIndex, WorkerIndex
+from agl_core.store._memory_models import build, replace
+from agl_core.store._memory_spans import SpanPacker, StoredSpan
+from agl_core.store.base import UNSET, Unset
+from agl_core.store.errors import RolloutNotFoundError
+from agl_core.store.logic import (
     apply_worker_updates,
     attempt_end_time_for,
     draw_unique_id,
@@ -28,11 +33,7 @@ from agl_core.store._logic import (
     worker_updates_for_attempt,
     worker_updates_for_empty_dequeue,
 )
-from agl_core.store._memory_index import RolloutIndex, WorkerIndex
-from agl_core.store._memory_models import build, replace
-from agl_core.store._memory_waiters import WaiterRegistry
-from agl_core.store.base import UNSET, Unset
-from agl_core.store.errors import RolloutNotFoundError
+from agl_core.store.logic.waiters import WaiterRegistry
 from agl_core.types import Attempt, AttemptedRollout, Rollout
 from agl_core.types.status import (
     FINISHED_ROLLOUT_STATUSES,
@@ -85,9 +86,8 @@ class RolloutRecord:
         # a queued rollout costs few objects (fewer allocations, less garbage-collector work).
         self.attempts: list[Attempt] = _NOTHING  # index = sequence_id - 1
         self.attempt_index: dict[str, int] = {}
-        self.spans: list[Span] = _NOTHING
-        # ``attempt_id + span_id`` of every stored span (unambiguous: store attempt ids have 11 characters).
-        self.span_keys: set[str] = _NOTHING
+        self.spans: list[StoredSpan] = _NOTHING  # see `agl_core.store._memory_spans`
+        self.span_keys: dict[str, set[str]] = _NOTHING  # attempt id -> span ids stored for it
         self.max_span_seq = -1
         self.spans_sorted = True  # spans were added in non-decreasing sequence_id order
         self.in_queue = False  # an entry for this rollout is in the queue deque
@@ -119,6 +119,7 @@ class MemoryState:
         self.workers: dict[str, Worker] = {}
         self.rollout_index = RolloutIndex()  # records by rank, status and start time
         self.worker_index = WorkerIndex()  # workers by status
+        self.span_packer = SpanPacker()
         self.waiters = WaiterRegistry()
         self.total_attempts = 0
         self.total_spans = 0
@@ -340,18 +341,22 @@ class MemoryState:
         if rollout_status is not None:
             self.set_rollout_status(rec, rollout_status, now)
 
-    def insert_span(self, rec: RolloutRecord, span: Span) -> bool:
-        """Store `span` (its attempt exists); False (nothing stored) if its span id is already taken."""
-        key = span.attempt_id + span.span_id
+    def insert_span(self, rec: RolloutRecord, index: int, span: Span) -> bool:
+        """Store `span` of ``rec.attempts[index]``; False (nothing stored) if its span id is already taken."""
+        attempt_id = rec.attempts[index].attempt_id
+        span_id = span.span_id
         keys = rec.span_keys
-        if key in keys:
-            logger.debug("Duplicated span ignored: %s %s %s", span.rollout_id, span.attempt_id, span.span_id)
-            return False
         if keys is _NOTHING:
-            keys = rec.span_keys = set()
+            keys = rec.span_keys = {}
             rec.spans = []
-        keys.add(key)
-        rec.spans.append(span)
+        ids = keys.get(attempt_id)
+        if ids is None:
+            ids = keys[attempt_id] = set()
+        elif span_id in ids:
+            logger.debug("Duplicated span ignored: %s %s %s", span.rollout_id, attempt_id, span_id)
+            return False
+        ids.add(span_id)
+        rec.spans.append(self.span_packer.pack(span, rec.rollout.rollout_id, attempt_id))
         seq = span.sequence_id
         if seq < rec.max_span_seq:
             rec.spans_sorted = False

@@ -9,18 +9,17 @@ validators and extra fields, go through pydantic's JSON validation instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, TypeAdapter
-from pydantic_core import PydanticSerializationError, from_json, to_json
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
 
-from agl_core.store._inputs import check_json_value
 from agl_core.store.errors import InvalidRequestError
+from agl_core.store.logic.encoding import NAMED_RESOURCES, json_text, metadata_json_text, resources_json_text
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    NamedResources,
     ResourcesUpdate,
     Rollout,
     RolloutConfig,
@@ -35,11 +34,15 @@ __all__ = [
     "ROLLOUT_COLUMNS",
     "ROLLOUT_COLUMNS_R",
     "WORKER_COLUMNS",
+    "ConfigColumns",
     "attempt_from_row",
     "attempt_values",
+    "config_columns",
     "config_from_json",
     "construct",
     "dump_json",
+    "dump_resources",
+    "metadata_json",
     "resources_from_row",
     "rollout_from_row",
     "worker_from_row",
@@ -67,7 +70,6 @@ WORKER_COLUMNS = (
 RESOURCES_COLUMNS = "resources_id, create_time, update_time, version, resources"
 """Column list that `resources_from_row` reads."""
 
-NAMED_RESOURCES: TypeAdapter[NamedResources] = TypeAdapter(NamedResources)
 """Validates and dumps `NamedResources` (a dict of registered resource types)."""
 
 
@@ -189,13 +191,38 @@ def resources_from_row(row: Sequence[Any]) -> ResourcesUpdate:
 # ---------------------------------------------------------------------------------------------- encoding
 
 
+ConfigColumns = tuple[str, Any, Any]
+"""``(config JSON, timeout_seconds, unresponsive_seconds)`` of a rollout."""
+
+_DEFAULT_CONFIG: ConfigColumns = (RolloutConfig().model_dump_json(), None, None)
+
+
+def config_columns(config: object) -> ConfigColumns:
+    """Validate a rollout config (None: the default; a `RolloutConfig`; or a dict of its fields)."""
+    if config is None:
+        return _DEFAULT_CONFIG
+    if isinstance(config, Mapping):
+        try:
+            config = RolloutConfig.model_validate(config)
+        except ValidationError as exc:
+            raise InvalidRequestError(f"Invalid rollout config {dict(config)!r}: {exc}") from None
+    elif not isinstance(config, RolloutConfig):
+        raise InvalidRequestError(
+            "config must be a RolloutConfig (or a dict of its fields), "
+            f"got {type(config).__name__} {config!r}."
+        )
+    return config.model_dump_json(), config.timeout_seconds, config.unresponsive_seconds
+
+
 def dump_json(name: str, value: Any) -> str:
     """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
-    check_json_value(name, value)
-    try:
-        return to_json(value, inf_nan_mode="constants").decode()
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise InvalidRequestError(
-            f"{name} must be JSON-serializable to be stored in SQLite (dicts, lists, strings, numbers, "
-            f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
-        ) from None
+    return json_text(name, value, "SQLite")
+
+
+def metadata_json(name: str, value: object) -> str | None:
+    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
+    return metadata_json_text(name, value, "SQLite")
+
+
+dump_resources = resources_json_text
+"""Validate a `NamedResources` mapping and return it as JSON text."""

@@ -3,7 +3,7 @@
 Every method runs on the writer thread inside a transaction opened by `SqliteExecutor` (``BEGIN
 IMMEDIATE`` for writes), so each one is atomic across threads *and* processes. Nothing mutable is
 cached between transactions: every decision reads the rows it depends on inside the transaction.
-Statuses, timestamps, worker fields and unhealthy-attempt detection come from `agl_core.store._logic`,
+Statuses, timestamps, worker fields and unhealthy-attempt detection come from `agl_core.store.logic`,
 exactly as in the in-memory store.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from pydantic_core import from_json
 
-from agl_core.store import _logic
+from agl_core.store import logic
 from agl_core.store._sqlite_codec import (
     ATTEMPT_COLUMNS_A,
     ROLLOUT_COLUMNS,
@@ -90,9 +90,10 @@ _LATEST_ATTEMPT_FOR_UPDATE = _ATTEMPT_FOR_UPDATE.format("r.latest_attempt_id")
 _ROLLOUT_FOR_ATTEMPT = f"SELECT ord, attempt_count, {ROLLOUT_COLUMNS} FROM rollouts WHERE rollout_id = ?"
 _ID_TRIES = 64
 _UNHEALTHY_CANDIDATES = (
-    f"SELECT r.config, {ATTEMPT_COLUMNS_A} FROM rollouts r JOIN attempts a "
+    # INDEXED BY: without it the planner prefers the (larger) full status index of schema version 2.
+    f"SELECT r.config, {ATTEMPT_COLUMNS_A} FROM rollouts r INDEXED BY rollouts_watched JOIN attempts a "
     "ON a.rollout_id = r.rollout_id AND a.attempt_id = r.latest_attempt_id "
-    # These two terms repeat the condition of the rollouts_watched partial index, so it is used.
+    # These two terms repeat the condition of the rollouts_watched partial index, so it can be used.
     "WHERE r.status IN ('preparing', 'running') "
     "AND (r.timeout_seconds IS NOT NULL OR r.unresponsive_seconds IS NOT NULL) "
     "AND a.status IN ('preparing', 'running') "
@@ -117,7 +118,7 @@ class NewRollout(NamedTuple):
 
 
 class RowExists:
-    """``id in exists`` runs an indexed lookup (for `_logic.draw_unique_id`)."""
+    """``id in exists`` runs an indexed lookup (for `logic.draw_unique_id`)."""
 
     __slots__ = ("_args", "_db", "_sql")
 
@@ -162,7 +163,7 @@ class SqliteOps:
         return 0 if row is None else int(row[0])
 
     def upsert_worker(self, worker_id: str, updates: dict[str, Any], *, returning: bool = False) -> Any:
-        """Insert or update a worker with `updates` (the dicts of `_logic.worker_updates_*`)."""
+        """Insert or update a worker with `updates` (the dicts of `logic.worker_updates_*`)."""
         # NULLs are inlined rather than bound (see `InsertBuilder`); one statement per shape.
         shape = (*((key, value is None) for key, value in updates.items()), returning)
         sql = self._worker_sql.get(shape)
@@ -185,8 +186,8 @@ class SqliteOps:
 
     def _set_rollout_status(self, ord_: int, status: str, queue_pos: int | None, now: float) -> None:
         """Write a rollout status with its end time, queueing the rollout if the status requires it."""
-        end_time = _logic.rollout_end_time_for(status, now)
-        if queue_pos is None and _logic.should_enqueue(status):
+        end_time = logic.rollout_end_time_for(status, now)
+        if queue_pos is None and logic.should_enqueue(status):
             self.db.execute(
                 "UPDATE rollouts SET status = ?, end_time = NULL, queue_pos = ? WHERE ord = ?",
                 (status, self._queue_tail() + 1, ord_),
@@ -206,7 +207,7 @@ class SqliteOps:
         """Insert one rollout (queued iff `status` is queuing) under a fresh id; return it."""
         queued = attempt_id is None
         for _ in range(_ID_TRIES):
-            rollout_id = _logic.new_rollout_id()
+            rollout_id = logic.new_rollout_id()
             sql, params = _INSERT_ROLLOUT(
                 (
                     rollout_id,
@@ -238,7 +239,7 @@ class SqliteOps:
     def start_rollout(self, item: NewRollout, worker_id: str | None) -> AttemptedRollout:
         """Create a ``preparing`` rollout with attempt #1, outside the queue."""
         now = self.clock()
-        attempt_id = _logic.new_attempt_id()
+        attempt_id = logic.new_attempt_id()
         rollout = self._insert_rollout(item, "preparing", now, attempt_id)
         attempt = self._insert_attempt(rollout.rollout_id, attempt_id, 1, now, worker_id, None)
         self._book_worker(worker_id, attempt, now)
@@ -264,7 +265,7 @@ class SqliteOps:
             sql, params = _INSERT_ATTEMPT((rollout_id, attempt_id, sequence_id, "preparing", now, worker_id))
             if db.execute(sql, params).rowcount:
                 break
-            attempt_id = _logic.new_attempt_id()
+            attempt_id = logic.new_attempt_id()
             if ord_ is not None:
                 db.execute("UPDATE rollouts SET latest_attempt_id = ? WHERE ord = ?", (attempt_id, ord_))
         else:
@@ -289,7 +290,7 @@ class SqliteOps:
         if worker_id:
             self.upsert_worker(
                 worker_id,
-                _logic.worker_updates_for_attempt("preparing", attempt.rollout_id, attempt.attempt_id, now),
+                logic.worker_updates_for_attempt("preparing", attempt.rollout_id, attempt.attempt_id, now),
             )
 
     def _claim(self, row: Sequence[Any], now: float, worker_id: str | None) -> AttemptedRollout:
@@ -299,7 +300,7 @@ class SqliteOps:
         (`rollout_status_from_attempt`); a claim also takes it off the queue.
         """
         ord_, sequence_id = row[0], row[1] + 1
-        attempt_id = _logic.new_attempt_id()
+        attempt_id = logic.new_attempt_id()
         self.db.execute(_CLAIM, (sequence_id, attempt_id, ord_))
         attempt = self._insert_attempt(row[2], attempt_id, sequence_id, now, worker_id, ord_)
         return rollout_from_row(_restarted(row), attempt)  # type: ignore[return-value]
@@ -324,16 +325,14 @@ class SqliteOps:
         if worker_id:
             if claimed:
                 last = claimed[-1]
-                updates = _logic.worker_updates_for_attempt(
+                updates = logic.worker_updates_for_attempt(
                     "preparing", last.rollout_id, last.attempt.attempt_id, now, dequeue=True
                 )
             else:
                 current = db.execute(
                     "SELECT status FROM workers WHERE worker_id = ?", (worker_id,)
                 ).fetchone()
-                updates = _logic.worker_updates_for_empty_dequeue(
-                    None if current is None else current[0], now
-                )
+                updates = logic.worker_updates_for_empty_dequeue(None if current is None else current[0], now)
             self.upsert_worker(worker_id, updates)
         return claimed
 
@@ -344,7 +343,7 @@ class SqliteOps:
             raise RolloutNotFoundError(rollout_id)
         now = self.clock()
         ord_, sequence_id = row[0], row[1] + 1
-        attempt_id = _logic.new_attempt_id()
+        attempt_id = logic.new_attempt_id()
         # Unlike a claim, a manual attempt leaves the queue entry (dequeue drops it as stale).
         self.db.execute(
             "UPDATE rollouts SET status = 'preparing', end_time = NULL, attempt_count = ?, "
@@ -367,8 +366,8 @@ class SqliteOps:
         status = changes.get("status")
         if status is not None:
             now = self.clock()
-            changes["end_time"] = _logic.rollout_end_time_for(status, now)
-            if queue_pos is None and _logic.should_enqueue(status):
+            changes["end_time"] = logic.rollout_end_time_for(status, now)
+            if queue_pos is None and logic.should_enqueue(status):
                 changes["queue_pos"] = self._queue_tail() + 1
             if status in FINISHED_ROLLOUT_STATUSES:
                 self.finished_changed = True
@@ -403,7 +402,7 @@ class SqliteOps:
         changes: dict[str, Any] = {}
         if status is not UNSET:
             changes["status"] = status
-            changes["end_time"] = _logic.attempt_end_time_for(status, now)
+            changes["end_time"] = logic.attempt_end_time_for(status, now)
         if worker_id is not UNSET:
             changes["worker_id"] = worker_id
         if last_heartbeat_time is not UNSET:
@@ -426,7 +425,7 @@ class SqliteOps:
         updated = construct(Attempt, values)
         if status is not UNSET:
             # Only the rollout's status and config matter to the propagation rule.
-            new_status = _logic.next_rollout_status(
+            new_status = logic.next_rollout_status(
                 rollout_status,
                 config_from_json(config_json),
                 updated.sequence_id,
@@ -436,25 +435,25 @@ class SqliteOps:
             if new_status is not None:
                 self._set_rollout_status(ord_, new_status, queue_pos, now)
         # The attempt's worker after this update (the in-memory store does the same).
-        if _logic.worker_sync_required(worker_id, status, updated.worker_id) and updated.worker_id:
+        if logic.worker_sync_required(worker_id, status, updated.worker_id) and updated.worker_id:
             self.upsert_worker(
                 updated.worker_id,
-                _logic.worker_updates_for_attempt(updated.status, rollout_id, updated.attempt_id, now),
+                logic.worker_updates_for_attempt(updated.status, rollout_id, updated.attempt_id, now),
             )
         return updated
 
     # ------------------------------------------------------------------ watchdog
 
     def scan(self) -> None:
-        """Flag timed-out/unresponsive latest attempts of active rollouts (`_logic.scan_unhealthy`).
+        """Flag timed-out/unresponsive latest attempts of active rollouts (`logic.scan_unhealthy`).
 
-        SQL narrows the candidates with the same inequalities; `_logic` makes the decision.
+        SQL narrows the candidates with the same inequalities; `logic` makes the decision.
         """
         now = self.clock()
         rows = self.db.execute(_UNHEALTHY_CANDIDATES, (now,)).fetchall()
         if not rows:
             return
-        flagged = _logic.scan_unhealthy(
+        flagged = logic.scan_unhealthy(
             ((attempt_from_row(row, 1), config_from_json(row[0])) for row in rows), now
         )
         for (rollout_id, attempt_id), status in flagged.items():

@@ -1,10 +1,10 @@
-"""Translate `_logic` filters, sorts and pagination into SQL with exactly the in-memory semantics.
+"""Translate `logic` filters, sorts and pagination into SQL with exactly the in-memory semantics.
 
 - ``exact`` -> ``col = ?``; ``within`` -> ``col IN (...)`` (an empty set matches nothing);
   ``contains`` -> ``instr(col, ?) > 0`` (case-sensitive, NULL never matches), never ``LIKE``.
 - Values that can never equal a column's Python values (a number for a text column) are dropped
   before binding, since SQLite's type affinity would otherwise coerce them.
-- Sorting follows `_logic.sort_key_for`: ``*_time`` fields put NULL last ascending and first
+- Sorting follows `logic.sort_key_for`: ``*_time`` fields put NULL last ascending and first
   descending; other NULLs sort as the field type's zero; ties keep insertion order in both directions
   (Python's sort is stable, also with ``reverse=True``).
 """
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agl_core.store._logic import FilterCondition, NormalizedFilter, sort_key_for, validate_sort_order
+from agl_core.store.logic import FilterCondition, NormalizedFilter, sort_key_for, validate_sort_order
 
 __all__ = ["Column", "Expr", "InsertBuilder", "order_by", "page_total", "where"]
 
@@ -64,7 +64,7 @@ def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: lis
 
 
 def where(normalized: NormalizedFilter, columns: Mapping[str, Column]) -> tuple[str, list[Any]]:
-    """``(sql, params)`` of a WHERE condition equivalent to `_logic.matches` (``"1"`` matches all)."""
+    """``(sql, params)`` of a WHERE condition equivalent to `logic.matches` (``"1"`` matches all)."""
     params: list[Any] = []
     parts = [_condition(c, columns, params) for c in normalized.must]
     if normalized.conditions:
@@ -83,7 +83,7 @@ def order_by(
     columns: Mapping[str, Column],
     insertion: str,
 ) -> str:
-    """The ORDER BY clause (without the keyword) equivalent to `_logic.sort_items`.
+    """The ORDER BY clause (without the keyword) equivalent to `logic.sort_items`.
 
     Validates the field and the order.
 

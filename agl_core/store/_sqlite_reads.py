@@ -2,7 +2,7 @@
 
 Each function runs on the store's thread (autocommit for one SELECT, a read transaction when a page
 also needs a COUNT) and takes the `SqliteOps` whose cursor it uses. Filters, sorting and pagination
-are `_logic`'s, translated to SQL by `agl_core.store._sqlite_query`.
+are `logic`'s, translated to SQL by `agl_core.store._sqlite_query`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agl_core.store import _logic
+from agl_core.store import logic
 from agl_core.store._sqlite_codec import (
     ATTEMPT_COLUMNS,
     ATTEMPT_COLUMNS_A,
@@ -97,7 +97,7 @@ def get_latest_attempt(ops: SqliteOps, rollout_id: str) -> Attempt | None:
 
 def query_rollouts(
     ops: SqliteOps,
-    normalized: _logic.NormalizedFilter,
+    normalized: logic.NormalizedFilter,
     sort_by: str | None,
     sort_order: str,
     limit: int,
@@ -106,8 +106,11 @@ def query_rollouts(
     """Rollouts matching `normalized`, sorted and paginated, each with its latest attempt."""
     condition, params = where(normalized, ROLLOUT_SQL)
     order = order_by(sort_by, sort_order, Rollout, ROLLOUT_SQL, "r.ord")
+    # the page first, then the join: joining before LIMIT/OFFSET would look up the latest attempt of every
+    # row the offset skips (1 s for the last page of 100k rollouts, instead of ~20 ms)
+    page = f"SELECT r.ord FROM rollouts r WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?"
     rows = ops.db.execute(
-        f"{_WITH_LATEST} WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?", (*params, limit, offset)
+        f"{_WITH_LATEST} WHERE r.ord IN ({page}) ORDER BY {order}", (*params, limit, offset)
     ).fetchall()
     total = page_total(rows, limit, offset)
     if total is None:
@@ -140,7 +143,7 @@ def rollouts_by_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> dict[str, Rol
     unique = list(dict.fromkeys(rollout_ids))
     if not unique:
         return {}
-    normalized = _logic.NormalizedFilter((_logic.FilterCondition("rollout_id", "within", unique),))
+    normalized = logic.NormalizedFilter((logic.FilterCondition("rollout_id", "within", unique),))
     condition, params = where(normalized, ROLLOUT_SQL)
     rows = ops.db.execute(f"SELECT {ROLLOUT_COLUMNS} FROM rollouts r WHERE {condition}", params)
     return {row[0]: rollout_from_row(row) for row in rows}
@@ -154,7 +157,7 @@ def get_worker(ops: SqliteOps, worker_id: str) -> Worker | None:
 
 def query_workers(
     ops: SqliteOps,
-    normalized: _logic.NormalizedFilter,
+    normalized: logic.NormalizedFilter,
     sort_by: str | None,
     sort_order: str,
     limit: int,

@@ -7,7 +7,7 @@ in the ``meta`` table, so every process sees the same "latest".
 
 from __future__ import annotations
 
-from agl_core.store import _logic
+from agl_core.store import logic
 from agl_core.store._sqlite_codec import RESOURCES_COLUMNS, resources_from_row
 from agl_core.store._sqlite_ops import RowExists, SqliteOps
 from agl_core.store._sqlite_query import Column, order_by, page_total, where
@@ -44,7 +44,7 @@ def add_resources(ops: SqliteOps, resources_json: str) -> ResourcesUpdate:
     db = ops.db
     now = ops.clock()
     taken = RowExists(db, "SELECT 1 FROM resources WHERE resources_id = ?")
-    resources_id = _logic.draw_unique_id(_logic.new_resources_id, taken)
+    resources_id = logic.draw_unique_id(logic.new_resources_id, taken)
     db.execute(
         "INSERT INTO resources (resources_id, create_time, update_time, version, resources) "
         "VALUES (?, ?, ?, 1, ?)",
@@ -93,7 +93,7 @@ def get_latest_resources(ops: SqliteOps) -> ResourcesUpdate | None:
 
 def query_resources(
     ops: SqliteOps,
-    normalized: _logic.NormalizedFilter,
+    normalized: logic.NormalizedFilter,
     sort_by: str | None,
     sort_order: str,
     limit: int,

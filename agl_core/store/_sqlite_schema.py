@@ -7,10 +7,10 @@ ones in order, in one ``BEGIN IMMEDIATE`` transaction, so concurrent openers mig
 
 Layout (every table's rowid, where it has one, is its insertion order):
 
-- ``rollouts``: one row per rollout. ``queue_pos`` is its FIFO position while it has a queue entry
-  (NULL otherwise; like the in-memory deque, an entry whose rollout left ``queuing``/``requeuing``
-  other than by a claim stays until dequeue drops it); ``attempt_count``/``latest_attempt_id``
-  describe its attempts;
+- ``rollouts``: one row per rollout (indexed by status and by start time since version 2).
+  ``queue_pos`` is its FIFO position while it has a queue entry (NULL otherwise; like the in-memory
+  deque, an entry whose rollout left ``queuing``/``requeuing`` other than by a claim stays until
+  dequeue drops it); ``attempt_count``/``latest_attempt_id`` describe its attempts;
   ``timeout_seconds``/``unresponsive_seconds`` mirror the config for the watchdog, whose partial index
   ``rollouts_watched`` holds only active rollouts that have a deadline.
   Nested values (``input``, ``config``, ``metadata``) are JSON text.
@@ -20,7 +20,7 @@ Layout (every table's rowid, where it has one, is its insertion order):
 - ``span_counters``: the last span sequence id issued per rollout (ids may be issued before the rollout
   exists). The effective counter is the larger of it and the rollout's largest stored span sequence id
   (an index seek), so adding a span never writes the counter.
-- ``resources``, ``workers``: one row per snapshot id / worker id.
+- ``resources``, ``workers``: one row per snapshot id / worker id; workers are indexed by status.
 - ``meta``: key/value pairs (``latest_resources_id``).
 """
 
@@ -140,7 +140,24 @@ def _create_v1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-MIGRATIONS: dict[int, Migration] = {1: _create_v1}
+def _add_query_indexes_v2(conn: sqlite3.Connection) -> None:
+    """Version 2: indexes that keep status filters and the start-time sort fast in a full store."""
+    for statement in QUERY_INDEXES_V2:
+        conn.execute(statement)
+
+
+QUERY_INDEXES_V2 = (
+    # ``query_rollouts(status_in=...)`` and its COUNT read only the matching rows.
+    "CREATE INDEX rollouts_by_status ON rollouts(status)",
+    # ``sort_by="start_time"`` (the dashboard's sort): the expression matches `order_by`'s NULLs-last term.
+    "CREATE INDEX rollouts_by_start_time ON rollouts((start_time IS NULL), start_time)",
+    # ``query_workers(status_in=...)``
+    "CREATE INDEX workers_by_status ON workers(status)",
+)
+"""The statements of migration 2."""
+
+
+MIGRATIONS: dict[int, Migration] = {1: _create_v1, 2: _add_query_indexes_v2}
 """Version -> function upgrading a file from ``version - 1``; the highest key is the current version.
 
 To change the schema, add ``MIGRATIONS[n + 1]``; never edit a released migration."""

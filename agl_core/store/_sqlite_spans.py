@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from agl_core.store import _logic
+from agl_core.store import logic
 from agl_core.store._sqlite_ops import SqliteOps
 from agl_core.store._sqlite_query import Column, order_by, page_total, where
 from agl_core.store.errors import AttemptNotFoundError, RolloutNotFoundError
@@ -134,7 +134,7 @@ def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
     """Insert one validated span; None if its key is taken (a duplicate changes nothing).
 
     An unknown rollout or attempt raises before anything is written. The span is a heartbeat of its
-    attempt (`_logic.heartbeat_transition`).
+    attempt (`logic.heartbeat_transition`).
     """
     db = ops.db
     rollout_id, attempt_id = span.rollout_id, span.attempt_id
@@ -154,7 +154,7 @@ def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> li
     """Insert validated spans (with their JSON); return those inserted (duplicates skipped), in order.
 
     Every span's rollout and attempt must exist (checked before anything is written). Each attempt
-    that received a span gets one heartbeat (`_logic.heartbeat_transition`).
+    that received a span gets one heartbeat (`logic.heartbeat_transition`).
     """
     db = ops.db
     targets: dict[tuple[str, str], list[Any]] = {}
@@ -243,19 +243,19 @@ def _heartbeat(
     attempt_status: str,
     now: float,
 ) -> None:
-    """A span arrived for the attempt: refresh its heartbeat and apply `_logic.heartbeat_transition`."""
+    """A span arrived for the attempt: refresh its heartbeat and apply `logic.heartbeat_transition`."""
     db = ops.db
-    new_attempt, new_rollout = _logic.heartbeat_transition(
+    new_attempt, new_rollout = logic.heartbeat_transition(
         rollout_status, attempt_status, is_latest=attempt_id == latest_id
     )
     if new_attempt == attempt_status:
         db.execute(_TOUCH_ATTEMPT, (now, rollout_id, attempt_id))
-    elif (end_time := _logic.attempt_end_time_for(new_attempt, now)) is None:
+    elif (end_time := logic.attempt_end_time_for(new_attempt, now)) is None:
         db.execute(_REVIVE_ATTEMPT, (now, new_attempt, rollout_id, attempt_id))
     else:
         db.execute(_SET_ATTEMPT, (now, new_attempt, end_time, rollout_id, attempt_id))
     if new_rollout is not None:
-        end = _logic.rollout_end_time_for(new_rollout, now)
+        end = logic.rollout_end_time_for(new_rollout, now)
         if end is None:
             db.execute("UPDATE rollouts SET status = ?, end_time = NULL WHERE ord = ?", (new_rollout, ord_))
         else:
@@ -273,8 +273,8 @@ def next_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
 
 
 def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:
-    """Issue one sequence id per entry of `rollout_ids` (`_logic.plan_sequence_ids`)."""
-    issued, counters = _logic.plan_sequence_ids(rollout_ids, lambda rid: _current_sequence_id(ops, rid))
+    """Issue one sequence id per entry of `rollout_ids` (`logic.plan_sequence_ids`)."""
+    issued, counters = logic.plan_sequence_ids(rollout_ids, lambda rid: _current_sequence_id(ops, rid))
     ops.db.executemany(_SET_COUNTER, counters.items())
     return issued
 
@@ -294,7 +294,7 @@ def query_spans(
     cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
-    normalized: _logic.NormalizedFilter,
+    normalized: logic.NormalizedFilter,
     sort_by: str | None,
     sort_order: str,
     limit: int,
@@ -311,9 +311,9 @@ def query_spans(
         ).fetchone()
         if row is None or row[0] is None:
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
-        normalized = _logic.NormalizedFilter(
+        normalized = logic.NormalizedFilter(
             normalized.conditions,
-            (*normalized.must, _logic.FilterCondition("attempt_id", "exact", row[0])),
+            (*normalized.must, logic.FilterCondition("attempt_id", "exact", row[0])),
             normalized.aggregate,
         )
     condition, params = where(normalized, SPAN_SQL)

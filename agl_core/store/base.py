@@ -2,7 +2,7 @@
 
 Every backend (in-memory, SQLite, the HTTP client, MongoDB, third-party plugins) subclasses
 `LightningStore` and passes the same conformance suite (`agl_core.testing.store_conformance`). The
-semantics that are not backend-specific live in `agl_core.store._logic`, which the bundled backends
+semantics that are not backend-specific live in `agl_core.store.logic`, which the bundled backends
 call so that they behave identically.
 """
 
@@ -14,6 +14,24 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 from agl_core.store.errors import InvalidRequestError
+from agl_core.store.logic.filters import NormalizedFilter, resolve_rollout_query_aliases
+from agl_core.store.logic.queries import (
+    check_attempt_update,
+    check_rollout_query,
+    check_rollout_update,
+    check_span_query,
+    check_worker_query,
+)
+from agl_core.store.logic.watchdog import ScanDebouncer
+from agl_core.types.queries import (
+    AttemptUpdate,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    StoreQuery,
+    WorkerQuery,
+)
+from agl_core.types.unset import UNSET, Unset
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -46,42 +64,6 @@ __all__ = [
 ]
 
 _StoreT = TypeVar("_StoreT", bound="LightningStore")
-
-
-class Unset:
-    """Type of the `UNSET` sentinel: "argument not given, leave the field alone".
-
-    There is exactly one instance. It is falsy, prints as ``UNSET``, and survives `pickle` and
-    `copy` as the same object, so ``value is UNSET`` works across processes.
-    """
-
-    __slots__ = ()
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        # Pickled by reference to the module-level name below.
-        return "UNSET"
-
-    def __copy__(self) -> Unset:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Unset:
-        return self
-
-
-UNSET: Unset = Unset()
-"""Default of the optional `update_*` arguments: `UNSET` leaves a field alone, an explicit None clears it."""
 
 
 class LightningStoreCapabilities(TypedDict, total=False):
@@ -125,6 +107,14 @@ class LightningStoreStatistics(_StatisticsRequired, total=False):
 class LightningStore(abc.ABC):
     """Contract of a store: the rollout queue, attempts, spans, versioned resources and workers.
 
+    **Two levels.** The public query and update methods (`query_rollouts`, `query_spans`,
+    `query_workers`, `update_rollout`, `update_attempt`) are concrete: each checks its arguments once
+    (`agl_core.store.logic.queries`) and hands a typed request (`agl_core.types.queries`) to a narrow
+    backend method (`_query_rollouts`, `_query_spans`, `_query_workers`, `_apply_rollout_update`,
+    `_apply_attempt_update`). A backend implements those and the other abstract methods. A store
+    written for Agent Lightning 0.3, which overrides the public methods instead, keeps working: the
+    backend method it lacks is answered through its public one.
+
     All methods are coroutines except the `capabilities` property, `otlp_traces_endpoint()` and
     `from_uri()`. Every call must appear atomic to concurrent callers.
 
@@ -154,7 +144,7 @@ class LightningStore(abc.ABC):
        store returned nothing).
     5. ``*_contains`` filters are case-sensitive substring matches in every backend.
 
-    **Watchdog.** Before the methods listed in `agl_core.store._logic.WATCHDOG_GUARDED_METHODS` the
+    **Watchdog.** Before the methods listed in `agl_core.store.logic.WATCHDOG_GUARDED_METHODS` the
     store scans rollouts in ``preparing``/``running`` whose latest attempt is ``preparing``/``running``:
     ``now - attempt.start_time > timeout_seconds`` flags ``timeout``; otherwise
     ``now - (last_heartbeat_time or start_time) > unresponsive_seconds`` flags ``unresponsive``. Each
@@ -168,7 +158,7 @@ class LightningStore(abc.ABC):
     ``unknown`` (both clear the current ids and stamp ``last_idle_time``); otherwise ``busy`` with
     ``current_rollout_id``/``current_attempt_id`` and ``last_busy_time``. A dequeue also stamps
     ``last_dequeue_time``; a dequeue that finds nothing marks the worker ``idle``. See
-    `agl_core.store._logic.worker_updates_for_attempt`.
+    `agl_core.store.logic.worker_updates_for_attempt`.
 
     **Queries.** ``limit=-1`` means no limit; ``limit`` must otherwise be > 0 and ``offset`` >= 0
     (`InvalidRequestError`). Results are `PaginatedResult`s: iterate them like lists; ``total`` counts
@@ -197,8 +187,6 @@ class LightningStore(abc.ABC):
                 f"scan_debounce_seconds must be >= 0, got {scan_debounce_seconds!r}; "
                 "use 0 to scan before every call."
             )
-        from agl_core.store._logic import ScanDebouncer  # _logic imports this module
-
         self.clock: Callable[[], float] = clock
         self.scan_debounce_seconds: float = float(scan_debounce_seconds)
         self._launch_time: float = clock()
@@ -211,6 +199,41 @@ class LightningStore(abc.ABC):
     def _uptime(self) -> float:
         """Seconds since the store was created, per its clock (the ``uptime`` statistic)."""
         return self.clock() - self._launch_time
+
+    # ------------------------------------------------------------------ the two levels
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Let a store that overrides a public method (an Agent Lightning 0.3 store) skip its backend method.
+
+        For each public method it overrides whose backend method (`_BACKEND_METHODS`) it does not
+        implement, the backend method is answered by calling the public one, so the class is complete.
+        """
+        super().__init_subclass__(**kwargs)
+        for public, backend in _BACKEND_METHODS.items():
+            implemented = getattr(cls, public) is not getattr(LightningStore, public)
+            if implemented and getattr(getattr(cls, backend), "__isabstractmethod__", False):
+                setattr(cls, backend, _through_public(public))
+
+    async def _execute(self, request: StoreQuery | RolloutUpdate | AttemptUpdate) -> Any:
+        """Run a typed request as its public method would (the REST handlers pass parsed requests here).
+
+        Straight to the backend after the one check, unless the class overrides the public method (a
+        0.3-style store, a subclass counting calls, a delegating store): then through that method, so
+        the override sees every call.
+        """
+        public = public_method_of(request)
+        if getattr(type(self), public) is getattr(LightningStore, public):
+            check = _REQUESTS[type(request)][1]
+            backend = getattr(self, _BACKEND_METHODS[public])
+            checked = check(request)
+            if isinstance(request, StoreQuery):
+                return await backend(request, checked)
+            return await backend(checked)
+        if isinstance(request, RolloutUpdate):
+            return await self.update_rollout(request.rollout_id, **request.changes())
+        if isinstance(request, AttemptUpdate):
+            return await self.update_attempt(request.rollout_id, request.attempt_id, **request.changes())
+        return await getattr(self, public)(**request.keywords())
 
     # ------------------------------------------------------------------ lifecycle and introspection
 
@@ -363,7 +386,6 @@ class LightningStore(abc.ABC):
         explicit request; ``end_time`` is cleared). Raises `RolloutNotFoundError` for an unknown id.
         """
 
-    @abc.abstractmethod
     async def query_rollouts(
         self,
         *,
@@ -377,15 +399,29 @@ class LightningStore(abc.ABC):
         offset: int = 0,
         status: Sequence[RolloutStatus] | None = None,
         rollout_ids: Sequence[str] | None = None,
+        mode_in: Sequence[RolloutMode] | None = None,
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the filters, each with its latest attempt when it has one.
 
-        The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``) are combined
-        with ``filter_logic``; with no condition every rollout matches, for "and" and "or" alike.
+        The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains`` and, new in
+        agl, ``mode_in``: rollouts of these modes) are combined with ``filter_logic``; with no
+        condition every rollout matches, for "and" and "or" alike.
         ``status``/``rollout_ids`` are deprecated aliases of ``status_in``/``rollout_id_in``: they emit
-        a `DeprecationWarning` and lose to the new names when both are given (use
-        `_logic.resolve_rollout_query_aliases`). Invalid statuses raise `InvalidStatusError`.
+        a `DeprecationWarning` and lose to the new names when both are given. Invalid statuses raise
+        `InvalidStatusError`.
         """
+        statuses, ids = resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
+        query = RolloutQuery(
+            statuses, ids, rollout_id_contains, filter_logic, sort_by, sort_order, limit, offset, mode_in
+        )
+        return await self._query_rollouts(query, check_rollout_query(query))
+
+    @abc.abstractmethod
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: NormalizedFilter
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """Backend of `query_rollouts`: `query` is checked and ``where`` is its filter
+        (`logic.check_rollout_query`)."""
 
     @abc.abstractmethod
     async def query_attempts(
@@ -407,7 +443,6 @@ class LightningStore(abc.ABC):
     async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """The attempt with the highest ``sequence_id``; None if the rollout is unknown or has no attempt."""
 
-    @abc.abstractmethod
     async def update_rollout(
         self,
         rollout_id: str,
@@ -426,8 +461,14 @@ class LightningStore(abc.ABC):
         (once). Raises `RolloutNotFoundError` for an unknown id and `InvalidStatusError` or
         `InvalidRequestError` for a bad status or mode.
         """
+        update = RolloutUpdate(rollout_id, input, mode, resources_id, status, config, metadata)
+        return await self._apply_rollout_update(check_rollout_update(update))
 
     @abc.abstractmethod
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+        """Backend of `update_rollout`: `update` is checked (`logic.check_rollout_update`); a ``config``
+        of None means the default `RolloutConfig`."""
+
     async def update_attempt(
         self,
         rollout_id: str,
@@ -440,12 +481,18 @@ class LightningStore(abc.ABC):
         """Replace every attempt field that is not `UNSET` and return the attempt.
 
         ``attempt_id="latest"`` targets the highest ``sequence_id``. There is no transition guard.
-        ``status`` sets ``end_time`` per `_logic.attempt_end_time_for` (fix 3) and, for the latest
-        attempt only, the rollout status per `_logic.next_rollout_status_after_attempt_update` -- a
+        ``status`` sets ``end_time`` per `logic.attempt_end_time_for` (fix 3) and, for the latest
+        attempt only, the rollout status per `logic.next_rollout_status_after_attempt_update` -- a
         finished rollout is left alone (fix 2). A ``requeuing`` result re-queues the rollout. Worker
         bookkeeping as described on the class. Raises `RolloutNotFoundError`, `AttemptNotFoundError`
         (also for "latest" without attempts) or `InvalidStatusError`.
         """
+        update = AttemptUpdate(rollout_id, attempt_id, status, worker_id, last_heartbeat_time, metadata)
+        return await self._apply_attempt_update(check_attempt_update(update))
+
+    @abc.abstractmethod
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+        """Backend of `update_attempt`: `update` is checked (`logic.check_attempt_update`)."""
 
     @abc.abstractmethod
     async def wait_for_rollouts(
@@ -463,10 +510,10 @@ class LightningStore(abc.ABC):
     async def add_span(self, span: Span) -> Span | None:
         """Store one span; return it, or None if ``(rollout_id, attempt_id, span_id)`` already exists.
 
-        The span counts as a heartbeat of its attempt (see `_logic.heartbeat_transition`, fix 1). The
+        The span counts as a heartbeat of its attempt (see `logic.heartbeat_transition`, fix 1). The
         rollout's sequence-id counter is raised to at least ``span.sequence_id`` so ids issued later are
         larger. Raises `RolloutNotFoundError`/`AttemptNotFoundError` for unknown ids and
-        `InvalidSpanError` for a malformed span (`_logic.validate_span`).
+        `InvalidSpanError` for a malformed span (`logic.validate_span`).
         """
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
@@ -516,11 +563,10 @@ class LightningStore(abc.ABC):
         """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, in input order.
 
         The default calls `get_next_span_sequence_id()` per pair; backends override it with one batch
-        (`_logic.plan_sequence_ids`).
+        (`logic.plan_sequence_ids`).
         """
         return [await self.get_next_span_sequence_id(r, a) for r, a in rollout_attempt_ids]
 
-    @abc.abstractmethod
     async def query_spans(
         self,
         rollout_id: str,
@@ -548,6 +594,30 @@ class LightningStore(abc.ABC):
         An unknown rollout gives an empty result. A backend that evicts spans raises `RuntimeError` for
         an evicted rollout.
         """
+        query = SpanQuery(
+            rollout_id,
+            attempt_id,
+            trace_id,
+            trace_id_contains,
+            span_id,
+            span_id_contains,
+            parent_id,
+            parent_id_contains,
+            name,
+            name_contains,
+            filter_logic,
+            limit,
+            offset,
+            sort_by,
+            sort_order,
+        )
+        return await self._query_spans(query, check_span_query(query))
+
+    @abc.abstractmethod
+    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+        """Backend of `query_spans`: `query` is checked and ``where`` holds the rollout and the field
+        filters, not the attempt (`logic.check_span_query`; add a resolved attempt with
+        `logic.with_attempt`)."""
 
     # ------------------------------------------------------------------ resources
 
@@ -583,7 +653,6 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ workers
 
-    @abc.abstractmethod
     async def query_workers(
         self,
         *,
@@ -596,6 +665,13 @@ class LightningStore(abc.ABC):
         offset: int = 0,
     ) -> PaginatedResult[Worker]:
         """Workers matching the filters combined with ``filter_logic`` (no condition matches all)."""
+        query = WorkerQuery(status_in, worker_id_contains, filter_logic, sort_by, sort_order, limit, offset)
+        return await self._query_workers(query, check_worker_query(query))
+
+    @abc.abstractmethod
+    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+        """Backend of `query_workers`: `query` is checked and ``where`` is its filter
+        (`logic.check_worker_query`)."""
 
     @abc.abstractmethod
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
@@ -605,6 +681,52 @@ class LightningStore(abc.ABC):
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
         """Heartbeat only: upsert the worker (new ones start ``unknown``), stamp ``last_heartbeat_time``,
         and replace ``heartbeat_stats`` when given. Status comes from attempt writes, never from here."""
+
+
+_BACKEND_METHODS: dict[str, str] = {
+    "query_rollouts": "_query_rollouts",
+    "update_rollout": "_apply_rollout_update",
+    "update_attempt": "_apply_attempt_update",
+    "query_spans": "_query_spans",
+    "query_workers": "_query_workers",
+}
+"""Public method -> the backend method it calls after checking its arguments."""
+
+_REQUESTS: dict[type, tuple[str, Callable[[Any], Any]]] = {
+    RolloutQuery: ("query_rollouts", check_rollout_query),
+    RolloutUpdate: ("update_rollout", check_rollout_update),
+    AttemptUpdate: ("update_attempt", check_attempt_update),
+    SpanQuery: ("query_spans", check_span_query),
+    WorkerQuery: ("query_workers", check_worker_query),
+}
+"""Request type -> its public method and its check."""
+
+
+def public_method_of(request: StoreQuery | RolloutUpdate | AttemptUpdate) -> str:
+    """The name of the public `LightningStore` method a typed request stands for (``"query_spans"``...)."""
+    return _REQUESTS[type(request)][0]
+
+
+def _through_public(public: str) -> Callable[..., Any]:
+    """A backend method that calls the public method `public` (for stores that override it)."""
+    if public == "update_rollout":
+
+        async def apply_rollout_update(self: LightningStore, update: RolloutUpdate) -> Any:
+            return await self.update_rollout(update.rollout_id, **update.changes())
+
+        return apply_rollout_update
+    if public == "update_attempt":
+
+        async def apply_attempt_update(self: LightningStore, update: AttemptUpdate) -> Any:
+            return await self.update_attempt(update.rollout_id, update.attempt_id, **update.changes())
+
+        return apply_attempt_update
+
+    async def run_query(self: LightningStore, query: StoreQuery, where: Any = None) -> Any:
+        return await getattr(self, public)(**query.keywords())
+
+    run_query.__name__ = _BACKEND_METHODS[public]
+    return run_query
 
 
 def __getattr__(name: str) -> Any:

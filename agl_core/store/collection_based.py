@@ -23,7 +23,6 @@ from typing import Any, Generic, Literal, TypeVar, cast
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_waiters import WaiterRegistry
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -76,6 +75,7 @@ from agl_core.store.logic import (
     worker_updates_for_empty_dequeue,
     worker_updates_for_heartbeat,
 )
+from agl_core.store.logic.waiters import WaiterRegistry
 from agl_core.types import (
     Attempt,
     AttemptedRollout,

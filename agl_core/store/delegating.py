@@ -12,7 +12,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from agl_core.store.base import LightningStore, LightningStoreCapabilities
+from agl_core.store.base import LightningStore, LightningStoreCapabilities, public_method_of
+from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 
 __all__ = ["DELEGATED_METHODS", "DelegatingLightningStore"]
 
@@ -53,6 +54,13 @@ class DelegatingLightningStore(LightningStore):
     def otlp_traces_endpoint(self) -> str:
         """The delegate's OTLP endpoint."""
         return self.store.otlp_traces_endpoint()
+
+    async def _execute(self, request: StoreQuery | RolloutUpdate | AttemptUpdate) -> Any:
+        """The delegate runs the typed request, unless this class overrides its public method."""
+        public = public_method_of(request)
+        if getattr(type(self), public) is getattr(DelegatingLightningStore, public):
+            return await self.store._execute(request)
+        return await super()._execute(request)
 
 
 for _name in DELEGATED_METHODS:

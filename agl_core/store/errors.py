@@ -4,11 +4,11 @@ The hierarchy lets callers (and the HTTP server, which maps them to 4xx response
 mistake from a store fault:
 
 ```
-StoreError(Exception)
+StoreError(AglError)          # AglError: the root of agl's own errors (agl_core.errors)
 ├── NotFoundError(StoreError, KeyError, ValueError)       -> 404
 │   ├── RolloutNotFoundError
 │   ├── AttemptNotFoundError
-│   └── ResourcesNotFoundError
+│   └── ResourcesNotFoundError (also a RuntimeError: the runner raises it too)
 ├── InvalidRequestError(StoreError, ValueError)           -> 400
 │   ├── InvalidStatusError
 │   ├── InvalidFilterError
@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agl_core.errors import AglError
+
 __all__ = [
     "AttemptNotFoundError",
     "InvalidFilterError",
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(AglError):
     """Base class of every error a store raises on purpose."""
 
     @property
@@ -102,8 +104,12 @@ class AttemptNotFoundError(NotFoundError):
         return (type(self), (self.rollout_id, self.attempt_id, self.message))
 
 
-class ResourcesNotFoundError(NotFoundError):
-    """No resources snapshot with this id; `resources_id` holds the id."""
+class ResourcesNotFoundError(NotFoundError, RuntimeError):
+    """No resources snapshot with this id; `resources_id` holds the id.
+
+    A store raises it for an unknown id, and a runner fails an attempt with it when the rollout names
+    resources the store lacks (a `RuntimeError` too, as Agent Lightning 0.3's runner error was).
+    """
 
     def __init__(self, resources_id: str, message: str | None = None) -> None:
         self.resources_id = resources_id

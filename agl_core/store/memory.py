@@ -9,12 +9,14 @@ Design:
   never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
   return the stored snapshots themselves, so a returned object never changes after it was returned.
   Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are kept as given (do not modify a span after adding it) and never
-  changed by the store.
+  `update_*` methods. Spans are stored compactly (a tuple each, `agl_core.store._memory_spans`)
+  and every read builds new, equal `Span` objects; their nested values (attributes) are shared with
+  the added span, so do not modify a span after adding it.
 - **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + set of ``attempt_id + span_id`` keys for de-duplication) and a cached "rollout with latest
-  attempt" view. The FIFO queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are
-  dropped lazily when dequeued. The watchdog scans only an index of ``preparing``/``running``
+  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
+  status filters and the start-time sort read indexes (`agl_core.store._memory_index`). The FIFO
+  queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are dropped lazily
+  when dequeued. The watchdog scans only an index of ``preparing``/``running``
   rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
 - **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
   rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
@@ -24,7 +26,7 @@ Design:
 This module is the async, validating, locking API; the collections and the write paths it runs under
 its lock live in `agl_core.store._memory_state`. The semantics shared with the other backends
 (statuses, timestamps, workers, filters, sorting, pagination, sequence ids, watchdog) come from
-`agl_core.store._logic`.
+`agl_core.store.logic`.
 """
 
 from __future__ import annotations
@@ -38,40 +40,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._inputs import (
-    check_enqueue_requests,
-    check_json_value,
-    check_optional_number,
-    check_optional_str,
-    check_rollout_ids,
-    check_timeout,
-)
-from agl_core.store._logic import (
-    NormalizedFilter,
-    build_predicate,
-    draw_unique_id,
-    new_resources_id,
-    paginate,
-    plan_sequence_ids,
-    resolve_rollout_query_aliases,
-    resources_query_filter,
-    rollout_changes,
-    rollout_end_time_for,
-    rollout_query_filter,
-    sort_items,
-    sort_key_for,
-    span_query_filter,
-    validate_attempt_status,
-    validate_mode,
-    validate_pagination,
-    validate_sort_order,
-    validate_span,
-    worker_query_filter,
-    worker_updates_for_heartbeat,
-)
-from agl_core.store._memory_inputs import check_limit, copy_config, copy_metadata
 from agl_core.store._memory_models import replace
 from agl_core.store._memory_select import select_rollouts, select_workers
+from agl_core.store._memory_spans import unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -85,6 +56,29 @@ from agl_core.store.errors import (
     InvalidRequestError,
     StoreClosedError,
 )
+from agl_core.store.logic import (
+    NormalizedFilter,
+    build_predicate,
+    check_enqueue_requests,
+    check_json_value,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+    draw_unique_id,
+    new_resources_id,
+    paginate,
+    plan_sequence_ids,
+    resources_query_filter,
+    rollout_end_time_for,
+    sort_items,
+    sort_key_for,
+    validate_mode,
+    validate_pagination,
+    validate_sort_order,
+    validate_span,
+    worker_updates_for_heartbeat,
+)
+from agl_core.store.logic.checks import check_limit, copy_config, copy_metadata
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -95,16 +89,14 @@ from agl_core.types import (
     Span,
     Worker,
 )
+from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 
 if TYPE_CHECKING:
     from agl_core.types import (
-        AttemptStatus,
         EnqueueRolloutRequest,
         NamedResources,
         RolloutMode,
-        RolloutStatus,
-        WorkerStatus,
     )
 
 __all__ = ["InMemoryLightningStore"]
@@ -126,18 +118,6 @@ class _NullLock:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def _as_is(value: Any) -> Any:
-    return value
-
-
-def _config_change(config: Any) -> dict[str, Any]:
-    return {"config": copy_config(config)}
-
-
-def _copied_metadata(value: Any) -> dict[str, Any] | None:
-    return copy_metadata("metadata", value)
 
 
 def _as_invalid_request(what: str, exc: ValidationError) -> InvalidRequestError:
@@ -341,38 +321,18 @@ class InMemoryLightningStore(LightningStore):
             rec = st.record(rollout_id)
             return st.new_attempt(rec, self.clock(), worker_id, dequeue=False)
 
-    async def query_rollouts(
-        self,
-        *,
-        status_in: Sequence[RolloutStatus] | None = None,
-        rollout_id_in: Sequence[str] | None = None,
-        rollout_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-        status: Sequence[RolloutStatus] | None = None,
-        rollout_ids: Sequence[str] | None = None,
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
-        """Rollouts matching the filters, each with its latest attempt (`LightningStore.query_rollouts`)."""
-        statuses, ids = resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
-        normalized = rollout_query_filter(
-            status_in=statuses,
-            rollout_id_in=ids,
-            rollout_id_contains=rollout_id_contains,
-            filter_logic=filter_logic,
-        )
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        if sort_by is not None:
-            sort_key_for(sort_by, Rollout)  # reject an unknown field before doing any work
-        predicate = build_predicate(normalized)
-        wanted_ids = self._narrowing_ids(normalized)
+        """Rollouts matching the checked query, each with its latest attempt."""
+        predicate = build_predicate(where)
+        wanted_ids = self._narrowing_ids(where)
         st = self._state
         with self._lock:
             st.watchdog()
-            return select_rollouts(st, normalized, predicate, wanted_ids, sort_by, order, limit, offset)
+            return select_rollouts(
+                st, where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
+            )
 
     @staticmethod
     def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
@@ -423,59 +383,22 @@ class InMemoryLightningStore(LightningStore):
             rec = st.rollouts.get(rollout_id)
             return rec.attempts[-1] if rec is not None and rec.attempts else None
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any | Unset = UNSET,
-        mode: RolloutMode | Unset | None = UNSET,
-        resources_id: str | Unset | None = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: RolloutConfig | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Rollout:
-        """Replace the given rollout fields (see `LightningStore.update_rollout`); returns the new snapshot.
-
-        ``config=None`` resets the config to the defaults.
-        """
-        changes = rollout_changes(
-            input,
-            mode,
-            resources_id,
-            status,
-            config,
-            metadata,
-            encode_input=_as_is,
-            encode_config=_config_change,
-            encode_metadata=_copied_metadata,
-        )
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+        """Replace the given rollout fields; returns the new snapshot (a config of None: the defaults)."""
+        changes = update.changes()
         st = self._state
         with self._lock:
             st.watchdog()
-            rec = st.record(rollout_id)
-            if status is not UNSET:
-                changes["end_time"] = rollout_end_time_for(status, self.clock())  # type: ignore[arg-type]
+            rec = st.record(update.rollout_id)
+            if update.status is not UNSET:
+                changes["end_time"] = rollout_end_time_for(update.status, self.clock())
             rollout = replace(rec.rollout, changes)
             st.store_rollout(rec, rollout)
             return rollout
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"],
-        status: AttemptStatus | Unset = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """Replace the given attempt fields and propagate (see `LightningStore.update_attempt`)."""
-        if status is not UNSET:
-            validate_attempt_status(status)
-        if worker_id is not UNSET:
-            check_optional_str("worker_id", worker_id)
-        if last_heartbeat_time is not UNSET:
-            check_optional_number("last_heartbeat_time", last_heartbeat_time)
-        if metadata is not UNSET:
-            metadata = copy_metadata("metadata", metadata)
+        rollout_id, attempt_id = update.rollout_id, update.attempt_id
         st = self._state
         with self._lock:
             st.watchdog()
@@ -490,7 +413,13 @@ class InMemoryLightningStore(LightningStore):
                     raise AttemptNotFoundError(rollout_id, attempt_id)
                 index = found
             return st.apply_attempt_update(
-                rec, index, self.clock(), status, worker_id, last_heartbeat_time, metadata
+                rec,
+                index,
+                self.clock(),
+                update.status,
+                update.worker_id,
+                update.last_heartbeat_time,
+                update.metadata,
             )
 
     async def wait_for_rollouts(
@@ -540,7 +469,7 @@ class InMemoryLightningStore(LightningStore):
     # ------------------------------------------------------------------ spans
 
     async def add_span(self, span: Span) -> Span | None:
-        """Store the span (kept as given: do not modify it afterwards) and count it as a heartbeat.
+        """Store (a compact copy of) the span and count it as a heartbeat; do not modify it afterwards.
 
         Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
         """
@@ -551,7 +480,7 @@ class InMemoryLightningStore(LightningStore):
             index = rec.attempt_index.get(span.attempt_id)
             if index is None:
                 raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-            if not st.insert_span(rec, span):
+            if not st.insert_span(rec, index, span):
                 return None
             st.heartbeat(rec, index, self.clock())
             return span
@@ -576,7 +505,7 @@ class InMemoryLightningStore(LightningStore):
             inserted: list[Span] = []
             touched: dict[tuple[RolloutRecord, int], None] = {}
             for span, target in zip(batch, located, strict=True):
-                if st.insert_span(target[0], span):
+                if st.insert_span(target[0], target[1], span):
                     inserted.append(span)
                     touched[target] = None
             if touched:
@@ -611,67 +540,30 @@ class InMemoryLightningStore(LightningStore):
             counters.update(updated)
             return issued
 
-    async def query_spans(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"] | None = None,
-        *,
-        trace_id: str | None = None,
-        trace_id_contains: str | None = None,
-        span_id: str | None = None,
-        span_id_contains: str | None = None,
-        parent_id: str | None = None,
-        parent_id_contains: str | None = None,
-        name: str | None = None,
-        name_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        limit: int = -1,
-        offset: int = 0,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-    ) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """Spans of one rollout (only its own spans are read); see `LightningStore.query_spans`."""
-        if not isinstance(rollout_id, str):
-            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
-        check_optional_str("attempt_id", attempt_id)
-        normalized = span_query_filter(
-            rollout_id,
-            None,
-            trace_id=trace_id,
-            trace_id_contains=trace_id_contains,
-            span_id=span_id,
-            span_id_contains=span_id_contains,
-            parent_id=parent_id,
-            parent_id_contains=parent_id_contains,
-            name=name,
-            name_contains=name_contains,
-            filter_logic=filter_logic,
-        )
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        if sort_by is not None:
-            sort_key_for(sort_by, Span)
+        attempt_id = query.attempt_id
+        sort_by, order = query.sort_by, query.sort_order
         st = self._state
         with self._lock:
             st.watchdog()
-            rec = st.rollouts.get(rollout_id)
+            rec = st.rollouts.get(query.rollout_id)
             if rec is None or (attempt_id == "latest" and not rec.attempts):
-                spans: list[Span] = []
+                stored: list[Any] = []
                 presorted = True
             else:
                 if attempt_id == "latest":
                     attempt_id = rec.attempts[-1].attempt_id
-                spans = list(rec.spans)
+                stored = list(rec.spans)
                 presorted = rec.spans_sorted
         # The rollout is fixed by the record; filter the attempt and the field pool outside the lock.
-        if attempt_id is not None and spans:
-            spans = [s for s in spans if s.attempt_id == attempt_id]
-        if normalized.conditions and spans:
-            predicate = build_predicate(NormalizedFilter(normalized.conditions, (), normalized.aggregate))
+        spans = unpack_spans(stored, attempt_id)
+        if where.conditions and spans:
+            predicate = build_predicate(NormalizedFilter(where.conditions, (), where.aggregate))
             spans = [s for s in spans if predicate(s)]
         if not (presorted and sort_by == "sequence_id" and order == "asc"):
             spans = sort_items(spans, sort_by, order, Span)
-        return paginate(spans, limit, offset)
+        return paginate(spans, query.limit, query.offset)
 
     # ------------------------------------------------------------------ resources
 
@@ -760,30 +652,15 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ workers
 
-    async def query_workers(
-        self,
-        *,
-        status_in: Sequence[WorkerStatus] | None = None,
-        worker_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Worker]:
-        """Workers matching the filters combined with ``filter_logic`` (no condition matches all)."""
-        normalized = worker_query_filter(
-            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
-        )
-        predicate = build_predicate(normalized)
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        if sort_by is not None:
-            sort_key_for(sort_by, Worker)
+    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+        """Workers matching the checked query (status filters read the status index)."""
+        predicate = build_predicate(where)
         st = self._state
         with self._lock:
             st.watchdog()
-            return select_workers(st, normalized, predicate, sort_by, order, limit, offset)
+            return select_workers(
+                st, where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
+            )
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""

@@ -25,7 +25,7 @@ Design:
   is cached in memory between transactions; only decoded spans are, because stored spans never change.
 - **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
   open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
-- **Semantics** come from `agl_core.store._logic`, as in `InMemoryLightningStore`; filters, sorting
+- **Semantics** come from `agl_core.store.logic`, as in `InMemoryLightningStore`; filters, sorting
   and pagination are translated to SQL with the same results (`agl_core.store._sqlite_query`).
 
 Values are stored as JSON: a rollout's ``input`` and metadata must be JSON-serializable (pydantic
@@ -35,36 +35,19 @@ Returned spans may be shared between calls (as in the in-memory store): treat th
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import unquote
 
-from agl_core.store import _logic
 from agl_core.store import _sqlite_reads as reads
 from agl_core.store import _sqlite_resources as resources_ops
 from agl_core.store import _sqlite_spans as spans_ops
-from agl_core.store._inputs import (
-    check_enqueue_requests,
-    check_int_bound,
-    check_optional_number,
-    check_optional_str,
-    check_rollout_ids,
-    check_timeout,
-)
-from agl_core.store._sqlite_codec import dump_json
+from agl_core.store import logic
+from agl_core.store._sqlite_codec import config_columns, dump_json, dump_resources, metadata_json
 from agl_core.store._sqlite_executor import READ, READ_TX, WRITE, WRITE_ONE, SqliteExecutor
-from agl_core.store._sqlite_inputs import (
-    check_id,
-    config_columns,
-    dump_resources,
-    metadata_json,
-)
 from agl_core.store._sqlite_ops import NewRollout, SqliteOps
 from agl_core.store._sqlite_schema import SchemaVersionError, open_connection
 from agl_core.store.base import (
@@ -75,10 +58,19 @@ from agl_core.store.base import (
     Unset,
 )
 from agl_core.store.errors import InvalidRequestError, InvalidSpanError, StoreOpenError
+from agl_core.store.logic import (
+    check_enqueue_requests,
+    check_int_bound,
+    check_optional_str,
+    check_rollout_ids,
+    check_timeout,
+)
+from agl_core.store.logic.filters import NormalizedFilter
+from agl_core.store.logic.queries import check_id
+from agl_core.store.logic.waiters import WaiterRegistry, poll_finished_rollouts
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    AttemptStatus,
     EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
@@ -86,19 +78,14 @@ from agl_core.types import (
     Rollout,
     RolloutConfig,
     RolloutMode,
-    RolloutStatus,
     Span,
     Worker,
-    WorkerStatus,
 )
-from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 
 __all__ = ["SchemaVersionError", "SqliteLightningStore"]
 
 _T = TypeVar("_T")
-
-_POLL_START = 0.05
-_POLL_MAX = 0.5
 
 
 def _path_from_uri(uri: str) -> str:
@@ -122,35 +109,7 @@ def _path_from_uri(uri: str) -> str:
     return path
 
 
-class _Waiters:
-    """Futures of `wait_for_rollouts` calls, woken (on their own loops) when a rollout finishes locally."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._items: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
-
-    def add(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
-        with self._lock:
-            self._items[future] = loop
-
-    def discard(self, future: asyncio.Future[None]) -> None:
-        with self._lock:
-            self._items.pop(future, None)
-
-    def wake_all(self) -> None:
-        with self._lock:
-            items = list(self._items.items())
-        for future, loop in items:
-            with contextlib.suppress(RuntimeError):  # the waiter's loop is closed
-                loop.call_soon_threadsafe(_wake, future)
-
-
-def _wake(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-def _after_commit(ops: SqliteOps, waiters: _Waiters) -> Callable[[], None]:
+def _after_commit(ops: SqliteOps, waiters: WaiterRegistry) -> Callable[[], None]:
     def hook() -> None:
         if ops.finished_changed:
             ops.finished_changed = False
@@ -219,8 +178,10 @@ class SqliteLightningStore(LightningStore):
         self.busy_timeout: float = float(busy_timeout)
         ops = SqliteOps(clock)
         self._ops = ops
-        self._span_cache = spans_ops.SpanCache()
-        self._waiters = _Waiters()
+        # a read-only store serves inspection commands, which read each span once: a small cache keeps
+        # their memory flat (`agl store export` on a store of any size)
+        self._span_cache = spans_ops.SpanCache(500) if read_only else spans_ops.SpanCache()
+        self._waiters = WaiterRegistry()
 
         busy = self.busy_timeout
 
@@ -304,7 +265,7 @@ class SqliteLightningStore(LightningStore):
     ) -> NewRollout:
         return NewRollout(
             dump_json("input", input),
-            _logic.validate_mode(mode),
+            logic.validate_mode(mode),
             check_optional_str("resources_id", resources_id),
             *config_columns(config),
             metadata_json("metadata", metadata),
@@ -369,30 +330,12 @@ class SqliteLightningStore(LightningStore):
         worker = check_optional_str("worker_id", worker_id)
         return await self._call(self._ops.start_attempt, (rollout_id, worker), WRITE, guarded=True)
 
-    async def query_rollouts(
-        self,
-        *,
-        status_in: Sequence[RolloutStatus] | None = None,
-        rollout_id_in: Sequence[str] | None = None,
-        rollout_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-        status: Sequence[RolloutStatus] | None = None,
-        rollout_ids: Sequence[str] | None = None,
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """See `LightningStore.query_rollouts`."""
-        statuses, ids = _logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
-        normalized = _logic.rollout_query_filter(
-            status_in=statuses,
-            rollout_id_in=ids,
-            rollout_id_contains=rollout_id_contains,
-            filter_logic=filter_logic,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Rollout)
-        args = (normalized, sort_by, sort_order, limit, offset)
+        limit, offset = query.limit, query.offset
+        args = (where, query.sort_by, query.sort_order, limit, offset)
         return await self._call(
             reads.query_rollouts, (self._ops, *args), _read_mode(limit, offset), guarded=True
         )
@@ -408,7 +351,7 @@ class SqliteLightningStore(LightningStore):
     ) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
         check_id("rollout_id", rollout_id)
-        _check_page(sort_by, sort_order, limit, offset, Attempt)
+        logic.check_page(sort_by, sort_order, limit, offset, Attempt)
         args = (rollout_id, sort_by, sort_order, limit, offset)
         return await self._call(
             reads.query_attempts, (self._ops, *args), _read_mode(limit, offset), guarded=True
@@ -440,51 +383,29 @@ class SqliteLightningStore(LightningStore):
             guarded=True,
         )
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any | Unset = UNSET,
-        mode: RolloutMode | Unset | None = UNSET,
-        resources_id: str | Unset | None = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: RolloutConfig | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Rollout:
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """See `LightningStore.update_rollout`."""
-        check_id("rollout_id", rollout_id)
-        changes = _logic.rollout_changes(
-            input,
-            mode,
-            resources_id,
-            status,
-            config,
-            metadata,
+        changes = logic.encode_rollout_update(
+            update,
             encode_input=_encode_input,
             encode_config=_config_changes,
             encode_metadata=_encode_metadata,
         )
-        return await self._call(self._ops.update_rollout, (rollout_id, changes), WRITE, guarded=True)
+        args = (update.rollout_id, changes)
+        return await self._call(self._ops.update_rollout, args, WRITE, guarded=True)
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"],
-        status: AttemptStatus | Unset = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """See `LightningStore.update_attempt`."""
-        check_id("rollout_id", rollout_id)
-        check_id("attempt_id", attempt_id)
-        if status is not UNSET:
-            status = _logic.validate_attempt_status(status)
-        if worker_id is not UNSET:
-            worker_id = check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
-        if last_heartbeat_time is not UNSET:
-            last_heartbeat_time = check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
+        metadata = update.metadata
         encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
-        args = (rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded)
+        args = (
+            update.rollout_id,
+            update.attempt_id,
+            update.status,
+            update.worker_id,
+            update.last_heartbeat_time,
+            encoded,
+        )
         return await self._call(self._ops.update_attempt, args, WRITE, guarded=True)
 
     async def wait_for_rollouts(
@@ -496,44 +417,23 @@ class SqliteLightningStore(LightningStore):
         wakes at once when a call of this store finishes a rollout.
         """
         ids = check_rollout_ids(rollout_ids)
-        wait = check_timeout(timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if wait is None else loop.time() + wait
-        interval = _POLL_START
-        while True:
-            wake: asyncio.Future[None] = loop.create_future()
-            self._waiters.add(loop, wake)  # registered before polling, so no completion is missed
-            try:
-                found = await self._call(
-                    reads.rollouts_by_ids,
-                    (
-                        self._ops,
-                        ids,
-                    ),
-                    READ,
-                    guarded=True,
-                )
-                finished = {rid: r for rid, r in found.items() if _is_finished(r.status)}
-                remaining = None if deadline is None else deadline - loop.time()
-                if len(finished) == len(found) or (remaining is not None and remaining <= 0):
-                    return [finished[rid] for rid in ids if rid in finished]
-                if self._executor.closed:
-                    await self._call(reads.counts, (self._ops,), READ)  # raises StoreClosedError
-                pause = interval if remaining is None else min(interval, remaining)
-                handle = loop.call_later(pause, _wake, wake)
-                try:
-                    await wake
-                finally:
-                    handle.cancel()
-            finally:
-                self._waiters.discard(wake)
-            interval = min(interval * 2, _POLL_MAX)
+
+        async def read(batch: Sequence[str]) -> dict[str, Rollout]:
+            return await self._call(reads.rollouts_by_ids, (self._ops, batch), READ, guarded=True)
+
+        async def check_open() -> None:
+            if self._executor.closed:
+                await self._call(reads.counts, (self._ops,), READ)  # raises StoreClosedError
+
+        return await poll_finished_rollouts(
+            self._waiters, ids, check_timeout(timeout), read, before_pause=check_open
+        )
 
     # ------------------------------------------------------------------ spans
 
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
-        checked = _logic.validate_span(span)
+        checked = logic.validate_span(span)
         return await self._call(spans_ops.add_span, (self._ops, checked, _span_json(checked)), WRITE)
 
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
@@ -542,7 +442,7 @@ class SqliteLightningStore(LightningStore):
             raise InvalidSpanError(
                 f"add_many_spans expects a list of Span objects, got {type(spans).__name__}."
             )
-        checked = [_logic.validate_span(span) for span in spans]
+        checked = [logic.validate_span(span) for span in spans]
         if not checked:
             return []
         datas = [_span_json(span) for span in checked]
@@ -567,70 +467,30 @@ class SqliteLightningStore(LightningStore):
             return []
         return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
 
-    async def query_spans(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"] | None = None,
-        *,
-        trace_id: str | None = None,
-        trace_id_contains: str | None = None,
-        span_id: str | None = None,
-        span_id_contains: str | None = None,
-        parent_id: str | None = None,
-        parent_id_contains: str | None = None,
-        name: str | None = None,
-        name_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        limit: int = -1,
-        offset: int = 0,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-    ) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """See `LightningStore.query_spans`."""
-        check_id("rollout_id", rollout_id)
+        rollout_id, attempt_id = query.rollout_id, query.attempt_id
+        limit, offset = query.limit, query.offset
         if (
             attempt_id is None
-            and sort_by == "sequence_id"
-            and sort_order == "asc"
+            and not where.conditions
+            and query.sort_by == "sequence_id"
+            and query.sort_order == "asc"
             and limit == -1
             and offset == 0
-            and filter_logic == "and"
-            and trace_id is None
-            and trace_id_contains is None
-            and span_id is None
-            and span_id_contains is None
-            and parent_id is None
-            and parent_id_contains is None
-            and name is None
-            and name_contains is None
         ):  # the hot call (every span of a rollout, in order): one fixed statement
             return await self._call(
                 spans_ops.rollout_spans, (self._ops, self._span_cache, rollout_id), READ, guarded=True
             )
-        if attempt_id is not None:
-            check_id("attempt_id", attempt_id)
-        normalized = _logic.span_query_filter(
-            rollout_id,
-            None if attempt_id == "latest" else attempt_id,
-            trace_id=trace_id,
-            trace_id_contains=trace_id_contains,
-            span_id=span_id,
-            span_id_contains=span_id_contains,
-            parent_id=parent_id,
-            parent_id_contains=parent_id_contains,
-            name=name,
-            name_contains=name_contains,
-            filter_logic=filter_logic,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Span)
+        normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         args = (
             self._ops,
             self._span_cache,
             rollout_id,
             attempt_id,
             normalized,
-            sort_by,
-            sort_order,
+            query.sort_by,
+            query.sort_order,
             limit,
             offset,
         )
@@ -671,32 +531,19 @@ class SqliteLightningStore(LightningStore):
         offset: int = 0,
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        normalized = _logic.resources_query_filter(
+        normalized = logic.resources_query_filter(
             resources_id=resources_id, resources_id_contains=resources_id_contains
         )
-        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
+        logic.check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
         args = (self._ops, normalized, sort_by, sort_order, limit, offset)
         return await self._call(resources_ops.query_resources, args, _read_mode(limit, offset))
 
     # ------------------------------------------------------------------ workers
 
-    async def query_workers(
-        self,
-        *,
-        status_in: Sequence[WorkerStatus] | None = None,
-        worker_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """See `LightningStore.query_workers`."""
-        normalized = _logic.worker_query_filter(
-            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
-        )
-        _check_page(sort_by, sort_order, limit, offset, Worker)
-        args = (normalized, sort_by, sort_order, limit, offset)
+        limit, offset = query.limit, query.offset
+        args = (where, query.sort_by, query.sort_order, limit, offset)
         return await self._call(
             reads.query_workers, (self._ops, *args), _read_mode(limit, offset), guarded=True
         )
@@ -716,13 +563,13 @@ class SqliteLightningStore(LightningStore):
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
         """See `LightningStore.update_worker`."""
         check_id("worker_id", worker_id)
-        _logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is queued
+        logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is queued
         if heartbeat_stats is not UNSET:
             dump_json("heartbeat_stats", heartbeat_stats)
         return await self._call(self._heartbeat, (worker_id, heartbeat_stats), WRITE_ONE)
 
     def _heartbeat(self, worker_id: str, heartbeat_stats: Any) -> Worker:
-        updates = _logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
+        updates = logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
         return self._ops.update_worker(worker_id, updates)
 
 
@@ -747,18 +594,6 @@ def _encode_metadata(value: Any) -> str | None:
     return metadata_json("metadata", value)
 
 
-def _is_finished(status: str) -> bool:
-    return status in FINISHED_ROLLOUT_STATUSES
-
-
 def _read_mode(limit: int, offset: int) -> int:
     """A query is one SELECT unless it may need a COUNT too (then both must see one snapshot)."""
     return READ if limit == -1 and offset == 0 else READ_TX
-
-
-def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
-    """Validate sorting and pagination on the caller's thread (the same checks as `_logic`)."""
-    _logic.validate_sort_order(sort_order)
-    if sort_by is not None:
-        _logic.sort_key_for(sort_by, model_type)
-    _logic.validate_pagination(limit, offset)

@@ -6,15 +6,13 @@ Schemes come from the store registry: a store registered with ``schemes=[...]`` 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from agl_core.registry import uri_scheme
 from agl_core.store.base import LightningStore
 from agl_core.store.errors import InvalidRequestError
 
 __all__ = ["check_store_uri", "open_store", "open_store_for_reading", "parse_store_uri"]
-
-_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 
 
 def parse_store_uri(uri: str) -> str:
@@ -25,35 +23,31 @@ def parse_store_uri(uri: str) -> str:
     """
     if not isinstance(uri, str):
         raise InvalidRequestError(f"A store URI must be a string, got {type(uri).__name__}.")
-    match = _SCHEME_RE.match(uri)
-    if match is None:
+    scheme = uri_scheme(uri)
+    if scheme is None:
         raise InvalidRequestError(
             f"Store URI {uri!r} has no scheme. Use e.g. 'memory:', 'sqlite:///path/to/store.db' or "
             "'http://host:port'."
         )
-    return match.group(1).lower()
+    return scheme
 
 
 def open_store(uri: str, **kwargs: Any) -> LightningStore:
     """Open the store a URI names; ``kwargs`` go to the store's ``from_uri``.
 
+    The store registry opens it (:meth:`agl_core.registry.Registry.open_uri`), as ``Trainer(store=uri)`` does.
+
     Raises:
         InvalidRequestError: the URI has no scheme.
         UnknownComponentError: no installed store opens that scheme (the message lists the known
             schemes and, for first-party plugins, the package to install).
+        ComponentSpecError: the store registered for the scheme built something that is not a
+            `LightningStore` (a `TypeError`).
     """
     from agl_core.plugins import get_registry
 
-    scheme = parse_store_uri(uri)
-    entry = get_registry("store").scheme_entry(scheme)
-    factory = entry.load()
-    opener = getattr(factory, "from_uri", None)
-    store = opener(uri, **kwargs) if opener is not None else factory(uri, **kwargs)
-    if not isinstance(store, LightningStore):
-        raise TypeError(
-            f"The store for scheme {scheme!r} returned {type(store).__name__}, not a LightningStore."
-        )
-    return store
+    parse_store_uri(uri)
+    return get_registry("store").open_uri(uri, **kwargs)
 
 
 def check_store_uri(uri: str) -> None:

@@ -1,7 +1,7 @@
 """Testing helpers for agl and its plugins.
 
 Opt in from a ``conftest.py`` with ``pytest_plugins = ["agl_core.testing"]`` to get the
-``plugin_manager`` fixture. Helpers: :func:`register_plugin`, :func:`fake_entry_point`,
+``plugin_manager`` fixture. Helpers: :func:`register_plugin`, :func:`plugin_module`, :func:`fake_entry_point`,
 :func:`run_cli`, :func:`use_plugin_manager`.
 """
 
@@ -11,6 +11,7 @@ from agl_core.testing.plugins import (
     FakeDistribution,
     FakeEntryPoint,
     fake_entry_point,
+    plugin_module,
     records_by_name,
     register_plugin,
     run_cli,
@@ -23,6 +24,7 @@ __all__ = [
     "FakeEntryPoint",
     "fake_entry_point",
     "plugin_manager",
+    "plugin_module",
     "records_by_name",
     "register_plugin",
     "run_cli",

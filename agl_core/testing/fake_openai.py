@@ -34,7 +34,6 @@ import json
 import os
 import re
 import socket
-import threading
 import time
 import zlib
 from collections import deque
@@ -46,6 +45,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from agl_core.testing import _fake_formats as formats
+from agl_core.utils.loop_thread import LoopThread
 
 __all__ = [
     "FakeOpenAIServer",
@@ -297,8 +297,7 @@ class FakeOpenAIServer:
         self._id_prefix = os.urandom(3).hex()
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: LoopThread | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -361,42 +360,17 @@ class FakeOpenAIServer:
         await self.stop()
 
     def __enter__(self) -> FakeOpenAIServer:
-        started = threading.Event()
-        failure: list[BaseException] = []
-        loop = asyncio.new_event_loop()
-
-        def serve() -> None:
-            asyncio.set_event_loop(loop)
-            try:
-                loop.run_until_complete(self.start())
-            except BaseException as exc:
-                failure.append(exc)
-                started.set()
-                loop.close()
-                return
-            started.set()
-            loop.run_forever()
-            loop.run_until_complete(self.stop())
-            loop.close()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=serve, name="fake-openai", daemon=True)
-        self._thread.start()
-        if not started.wait(_START_TIMEOUT_S):
-            raise TimeoutError(f"FakeOpenAIServer did not start within {_START_TIMEOUT_S}s")
-        if failure:
-            raise failure[0]
+        thread = LoopThread("fake-openai", timeout=_START_TIMEOUT_S)
+        thread.start(self.start)
+        self._thread = thread
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(_START_TIMEOUT_S)
-        self._loop = self._thread = None
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.stop(self.stop, timeout=_START_TIMEOUT_S)
 
     # ------------------------------------------------------------------ scripting
 

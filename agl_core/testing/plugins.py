@@ -104,3 +104,11 @@ def run_cli(
 def records_by_name(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """Index ``agl plugins list --json`` records by plugin name."""
     return {r["name"]: r for r in records}
+
+
+def plugin_module(name: str, **hooks: Any) -> ModuleType:
+    """A throwaway plugin module made of hook functions: ``plugin_module("p", agl_register_stores=fn)``."""
+    module = ModuleType(name)
+    for hook_name, fn in hooks.items():
+        setattr(module, hook_name, fn)
+    return module

@@ -54,7 +54,7 @@ from agl_core.store import (
     LightningStore,
     RolloutNotFoundError,
 )
-from agl_core.store._inputs import MAX_JSON_DEPTH
+from agl_core.store.logic import MAX_JSON_DEPTH
 from agl_core.testing.clock import FakeClock
 from agl_core.types import (
     LLM,
@@ -1599,6 +1599,31 @@ class StoreConformance:
         ) == ["r2", "r4"]
         assert await keys(filter_logic="or") == ["r1", "r2", "r3", "r4"]
         assert await keys(filter_logic="and") == ["r1", "r2", "r3", "r4"]
+
+    async def test_query_rollouts_mode_in(self, store: LightningStore) -> None:
+        """``mode_in`` (new in agl) keeps rollouts of the listed modes; a rollout without one never matches.
+
+        Skipped for a store whose ``query_rollouts`` predates the option (an Agent Lightning 0.3-style
+        override of the public method).
+        """
+        if "mode_in" not in inspect.signature(store.query_rollouts).parameters:
+            pytest.skip("this store's query_rollouts has no mode_in option")
+        train = await store.enqueue_rollout("a", mode="train")
+        val = await store.enqueue_rollout("b", mode="val")
+        plain = await store.enqueue_rollout("c")
+
+        async def ids(**kwargs: Any) -> list[str]:
+            return [item.rollout_id for item in await store.query_rollouts(**kwargs)]
+
+        assert await ids(mode_in=["train"]) == [train.rollout_id]
+        assert await ids(mode_in=["val", "train"]) == [train.rollout_id, val.rollout_id]
+        assert await ids(mode_in=["test"]) == []
+        assert await ids(mode_in=["val"], rollout_id_contains=plain.rollout_id, filter_logic="or") == [
+            val.rollout_id,
+            plain.rollout_id,
+        ]
+        with pytest.raises(InvalidFilterError, match="mode_in"):
+            await store.query_rollouts(mode_in=["training"])
 
     async def test_query_rollouts_deprecated_aliases(self, store: LightningStore, clock: FakeClock) -> None:
         """status/rollout_ids still work with a DeprecationWarning; the new names win over them."""

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ActiveTracerProvider": "agl_core.tracer._routing",
+    "ActiveTracerProvider": "agl_core.tracer.routing",
     "LightningSpanProcessor": "agl_core.tracer._processor",
     "OtelTracer": "agl_core.tracer.otel",
     "OtelSpanRecordingContext": "agl_core.tracer.otel",
@@ -54,5 +54,5 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover
     from agl_core.tracer._binding import TraceExportReport
     from agl_core.tracer._processor import LightningSpanProcessor
-    from agl_core.tracer._routing import ActiveTracerProvider
     from agl_core.tracer.otel import OtelSpanRecordingContext, OtelTracer
+    from agl_core.tracer.routing import ActiveTracerProvider

@@ -37,7 +37,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from agl_core.tracer._processor import LightningSpanProcessor
-from agl_core.tracer._routing import ActiveTracerProvider
+from agl_core.tracer.routing import ActiveTracerProvider
 
 __all__ = [
     "GLOBAL_PROVIDER_ENV",

@@ -89,7 +89,8 @@ class DummyTracer(Tracer):
         end_time: float | None = None,
     ) -> Iterator[DummySpanRecordingContext]:
         """Record in memory; an exception sets status ERROR, adds exception attributes, and is re-raised."""
-        started = convert_timestamp(start_time) if start_time is not None else time.time()
+        converted = convert_timestamp(start_time) if start_time is not None else None
+        started = converted if converted is not None else time.time()
         recording = DummySpanRecordingContext(name, attributes, started)
         try:
             yield recording

@@ -4,7 +4,7 @@ Design (agl fixes of Agent Lightning 0.3 noted):
 
 * **Every span inside a rollout.** ``init_worker`` builds an SDK ``TracerProvider`` owned by this tracer
   (sampler ALWAYS_ON so training data is never sampled away; a high attribute-count limit) for agl's own
-  spans (emitters, agl's LLM-client instrumentation, reached through :mod:`agl_core.tracer._routing`),
+  spans (emitters, agl's LLM-client instrumentation, reached through :mod:`agl_core.tracer.routing`),
   and bridges the **global** provider (:mod:`agl_core.tracer.bridge`): it installs one when the
   application has none, or adds agl's span processor to the application's own -- never replacing it
   (0.3 replaced the global provider). So spans of any other OpenTelemetry instrumentation, started
@@ -27,7 +27,6 @@ Design (agl fixes of Agent Lightning 0.3 noted):
 from __future__ import annotations
 
 import contextvars
-import importlib.util
 import logging
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -212,7 +211,9 @@ class OtelTracer(Tracer):
         self._otel_tracer = provider.get_tracer("agentlightning")
         self.bridge_mode = bridge_global_provider(self.global_provider)
         if self.instrument_llm_clients:
-            self._instrumented = _instrument_llm_clients()
+            from agl_core.instrumentation import instrument_all
+
+            self._instrumented = "openai" in instrument_all(warn_missing=False)
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
         """Undo the LLM-client instrumentation (when it was ours) and shut the provider down."""
@@ -319,21 +320,6 @@ class OtelTracer(Tracer):
             raise
         finally:
             span.end(end_time=_to_ns(end_time))
-
-
-def _instrument_llm_clients() -> bool:
-    """Instrument the ``openai`` client when it is installed; True when this call instrumented it."""
-    if importlib.util.find_spec("openai") is None:
-        logger.debug("openai is not installed; LLM calls through it are not captured.")
-        return False
-    from agl_core.instrumentation.openai import instrument_openai
-
-    try:
-        instrument_openai()
-    except ImportError as exc:
-        logger.warning("LLM calls made with the openai client will NOT be traced: %s", exc)
-        return False
-    return True
 
 
 STORE_WRITE_TIMEOUT_SECONDS = 10.0

@@ -7,7 +7,7 @@ import importlib.util
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agl_core.execution._lifecycle import wait_for_event
+from agl_core.execution.lifecycle import wait_for_event
 
 if TYPE_CHECKING:
     from agl_core.algorithm.base import Algorithm

@@ -1,20 +1,19 @@
-"""Building a component from a spec: ``build_component`` and its helpers (Agent Lightning's ``init_utils``).
+"""Agent Lightning 0.3's ``init_utils``: ``build_component`` and its helpers, over the plugin registries.
 
-A thin layer over the plugin registries (:mod:`agl_core.registry`): a spec is an instance, None (the
-default), a class, a factory, a registered name or import path, or a ``{"type": ..., **kwargs}`` dict;
-stores also open from URIs (``"sqlite:///run.db"``).
+Kept as 0.3's public surface only: components are resolved by :meth:`agl_core.registry.Registry.create`
+(names, import paths, dicts, store URIs); this module adds 0.3's extras around it -- None with a default,
+a local ``{name: class}`` mapping tried first, a dict without ``type`` built with a default class, and
+custom error messages. A spec is an instance, None, a class, a factory, a registered name or import path,
+or a ``{"type": ..., **kwargs}`` dict; stores also open from URIs (``"sqlite:///run.db"``).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from agl_core.errors import UnknownComponentError
-from agl_core.registry import Registry, import_target
+from agl_core.registry import Registry, import_target, instantiate
 
 __all__ = [
     "OptionalDefaults",
@@ -29,8 +28,6 @@ OptionalDefaults = dict[str, Callable[[], Any] | Any]
 
 T = TypeVar("T")
 
-_DOTTED_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
-
 LocalRegistry = Mapping[str, "str | type[Any] | Callable[..., Any]"]
 """Names a caller resolves itself (``{"shm": SharedMemoryExecutionStrategy}``), before the plugins."""
 
@@ -42,23 +39,7 @@ def load_class(path: str) -> Any:
         ValueError: ``path`` names no module attribute.
         ImportError / AttributeError: the module or attribute does not exist.
     """
-    if ":" in path:
-        return import_target(path)
-    module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(
-            f"{path!r} is not an import path; use 'package.module.Class' or 'package.module:Class'."
-        )
-    return getattr(importlib.import_module(module_name), attr)
-
-
-def _accepted(factory: Callable[..., Any]) -> tuple[set[str], bool]:
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return set(), False
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    return set(params), takes_any
+    return import_target(path)
 
 
 def instantiate_component(
@@ -70,14 +51,7 @@ def instantiate_component(
 
     A callable default (not a class) is called to produce the value, so it is built only when used.
     """
-    kwargs = dict(provided_kwargs or {})
-    if optional_defaults:
-        names, takes_any = _accepted(cls)
-        for key, value in optional_defaults.items():
-            if key in kwargs or not (takes_any or key in names):
-                continue
-            kwargs[key] = value() if callable(value) and not inspect.isclass(value) else value
-    return cls(**kwargs)
+    return instantiate(cls, provided_kwargs or {}, optional_defaults)
 
 
 def _resolve_name(
@@ -106,15 +80,9 @@ def _create(
     registry: LocalRegistry | str | Registry[Any] | None,
     optional_defaults: Mapping[str, Any] | None,
 ) -> Any:
-    """Build ``name`` through the plugin registry; a dotted ``package.module.Class`` path is imported."""
-    plugins = _plugin_registry(registry)
-    if plugins is not None:
-        try:
-            return plugins.create(name, defaults=optional_defaults, **kwargs)
-        except UnknownComponentError:
-            if not _DOTTED_PATH.match(name):
-                raise
-    return instantiate_component(load_class(name), kwargs, optional_defaults)
+    """Build ``name`` through the plugin registry (or, with none, an empty one that resolves import paths)."""
+    plugins = _plugin_registry(registry) or Registry("component")
+    return plugins.create(name, defaults=optional_defaults, **kwargs)
 
 
 def instantiate_from_spec(

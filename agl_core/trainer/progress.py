@@ -8,15 +8,15 @@ proportionally longer, so the display never costs the loop more than about 2% of
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
+
+from agl_core.utils.loop_thread import Ticker
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -153,9 +153,9 @@ class ProgressReporter:
         self._sampler = _Sampler(max_reward_reads)
         self._history: deque[tuple[float, int]] = deque()
         self._start = time.monotonic()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._ticker = Ticker(
+            "agl-progress", self._poll_and_show, delay=self._next_wait, on_error=_poll_failed
+        )
         self._display: Any = None
         self.last: ProgressSnapshot | None = None
 
@@ -204,28 +204,16 @@ class ProgressReporter:
 
     def start(self) -> None:
         """Start polling: on its own thread for a thread-safe store, else as a task on the running loop."""
-        if self._thread is not None or self._task is not None:
+        if self._ticker.running:
             return
         self._start = self._last_line = time.monotonic()
-        self._stop.clear()
         if self.live:
             self._display = _LiveDisplay(self.stream)
-        if self.store.capabilities.get("thread_safe", False):
-            self._thread = threading.Thread(target=self._thread_main, name="agl-progress", daemon=True)
-            self._thread.start()
-        else:
-            self._task = asyncio.get_running_loop().create_task(self._task_main())
+        self._ticker.start(threaded=bool(self.store.capabilities.get("thread_safe", False)))
 
     async def stop(self) -> None:
         """Stop polling, show the final state and write a final line."""
-        self._stop.set()
-        if self._task is not None:
-            task, self._task = self._task, None
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-        if self._thread is not None:
-            thread, self._thread = self._thread, None
-            await asyncio.to_thread(thread.join, 10.0)
+        await self._ticker.stop(10.0)
         try:
             snapshot = await self.poll()
         except Exception as exc:  # the store may be closing; the run itself is what matters
@@ -258,28 +246,13 @@ class ProgressReporter:
     def _next_wait(self, poll_seconds: float) -> float:
         return max(self.interval, poll_seconds * _LOAD_FACTOR)
 
-    def _thread_main(self) -> None:
-        loop = asyncio.new_event_loop()
-        try:
-            wait = 0.0
-            while not self._stop.wait(wait):
-                began = time.monotonic()
-                try:
-                    self._show(loop.run_until_complete(self.poll()))
-                except Exception as exc:
-                    logger.debug("Progress poll failed: %r", exc)
-                wait = self._next_wait(time.monotonic() - began)
-        finally:
-            loop.close()
+    async def _poll_and_show(self) -> None:
+        self._show(await self.poll())
 
-    async def _task_main(self) -> None:
-        while not self._stop.is_set():
-            began = time.monotonic()
-            try:
-                self._show(await self.poll())
-            except Exception as exc:
-                logger.debug("Progress poll failed: %r", exc)
-            await asyncio.sleep(self._next_wait(time.monotonic() - began))
+
+def _poll_failed(exc: Exception) -> bool:
+    logger.debug("Progress poll failed: %r", exc)
+    return True
 
 
 def _isatty(stream: TextIO) -> bool:

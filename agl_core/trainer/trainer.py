@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
 from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
+from agl_core.plugins import get_registry
+from agl_core.registry import Registry
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
 from agl_core.tracer.base import Tracer
@@ -27,12 +29,23 @@ __all__ = ["Trainer"]
 
 logger = logging.getLogger(__name__)
 
+C = TypeVar("C")
+
 DEFAULT_RUNNER_POLL_SECONDS = 0.25
 """Longest wait between two dequeues of an empty queue, given to runners whose spec does not set one.
 
 The runner backs off from a few milliseconds up to this; LitAgentRunner's own default (5 s, as in Agent
 Lightning 0.3) could leave runners asleep for seconds after the algorithm enqueues work.
 """
+
+
+def _component(
+    registry: Registry[C], spec: Any, default: Callable[[], C], defaults: Mapping[str, Any] | None = None
+) -> C:
+    """Build a component through its plugin registry; ``default()`` when ``spec`` is None."""
+    if spec is None:
+        return default()
+    return registry.create(spec, defaults=defaults)
 
 
 def _deprecated_alias(old: str, new: str, old_value: Any, new_value: Any) -> Any:
@@ -152,8 +165,8 @@ class Trainer:
             self.n_runners = strategy_runners
         self.tracer: Tracer = self._build_tracer(tracer)
         self.adapter: Adapter[Any, Any] = self._build_adapter(adapter)
-        self.algorithm: Algorithm | None = build_component(
-            algorithm, expected_type=Algorithm, spec_name="algorithm", allow_none=True, registry="algorithm"
+        self.algorithm: Algorithm | None = (
+            None if algorithm is None else get_registry("algorithm").create(algorithm)
         )
         self.store: LightningStore = self._build_store(store)
         self.runner: Runner[Any] = self._build_runner(runner)
@@ -170,15 +183,7 @@ class Trainer:
         def default() -> ExecutionStrategy:
             return ClientServerExecutionStrategy(**defaults)
 
-        strategy = build_component(
-            spec,
-            expected_type=ExecutionStrategy,
-            spec_name="strategy",
-            default_factory=default,
-            optional_defaults=defaults,
-            registry="strategy",
-        )
-        assert strategy is not None
+        strategy = _component(get_registry("strategy"), spec, default, defaults)
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):
             strategy.server_port = port
         return strategy
@@ -189,27 +194,17 @@ class Trainer:
 
             return OtelTracer()
 
-        tracer = build_component(
-            spec, expected_type=Tracer, spec_name="tracer", default_factory=default, registry="tracer"
-        )
-        assert tracer is not None
-        return tracer
+        return _component(get_registry("tracer"), spec, default)
 
     def _build_adapter(self, spec: Any) -> Adapter[Any, Any]:
-        from agl_core.adapter.base import Adapter
         from agl_core.adapter.triplet import TracerTraceToTriplet
 
-        adapter = build_component(
-            spec,
-            expected_type=Adapter,
-            spec_name="adapter",
-            default_factory=TracerTraceToTriplet,
-            dict_requires_type=False,
-            dict_default_cls=TracerTraceToTriplet,
-            registry="adapter",
-        )
-        assert adapter is not None
-        return adapter
+        registry = get_registry("adapter")
+        if isinstance(spec, Mapping) and "type" not in spec and "name" not in spec:
+            return registry.create(
+                TracerTraceToTriplet, **spec
+            )  # a dict without a type configures the default
+        return _component(registry, spec, TracerTraceToTriplet)
 
     def _build_store(self, spec: Any) -> LightningStore:
         def default() -> LightningStore:
@@ -217,11 +212,7 @@ class Trainer:
 
             return InMemoryLightningStore()
 
-        store = build_component(
-            spec, expected_type=LightningStore, spec_name="store", default_factory=default, registry="store"
-        )
-        assert store is not None
-        return store
+        return _component(get_registry("store"), spec, default)
 
     def _build_runner(self, spec: Any) -> Runner[Any]:
         defaults = {
@@ -237,16 +228,7 @@ class Trainer:
                 tracer=self.tracer, max_rollouts=self.max_rollouts, poll_interval=DEFAULT_RUNNER_POLL_SECONDS
             )
 
-        runner = build_component(
-            spec,
-            expected_type=Runner,
-            spec_name="runner",
-            default_factory=default,
-            optional_defaults=defaults,
-            registry="runner",
-        )
-        assert runner is not None
-        return runner
+        return _component(get_registry("runner"), spec, default, defaults)
 
     def _build_llm_proxy(self, spec: Any) -> Any:
         if spec is None:

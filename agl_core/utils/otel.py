@@ -307,7 +307,7 @@ def _span_ids(span: SpanLike) -> tuple[str | None, str | None]:
     span_id = getattr(span, "span_id", None)
     if isinstance(trace_id, str) and isinstance(span_id, str):
         return trace_id, span_id
-    context = span.get_span_context() if hasattr(span, "get_span_context") else None  # type: ignore[union-attr]
+    context = span.get_span_context() if hasattr(span, "get_span_context") else None
     if context is None:
         return None, None
     return format(context.trace_id, "032x"), format(context.span_id, "016x")

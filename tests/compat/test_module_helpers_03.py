@@ -123,10 +123,52 @@ async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.Monke
 @pytest.mark.parametrize(
     ("module", "name", "replacement"),
     [
-        ("agl_core.store.client_server", "RolloutRequest", "LightningStoreClient"),
+        ("agl_core.store.client_server", "CachedStaticFiles", "serves the dashboard"),
         ("agl_core.algorithm.apo.apo", "GRADIENT_PROMPT_FILES", "agl_apo.prompts"),
     ],
 )
 def test_replaced_internals_name_the_replacement(module: str, name: str, replacement: str) -> None:
     with pytest.raises(NotProvidedError, match=replacement):
         getattr(importlib.import_module(module), name)
+
+
+async def test_spans_from_proto_resolves_ids_like_the_store_intake() -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agl_core.utils.otlp import spans_from_proto
+
+    exporter = InMemorySpanExporter()
+    resource = Resource.create({"agentlightning.rollout_id": "ro-1", "agentlightning.attempt_id": "at-1"})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    with (
+        tracer.start_as_current_span("outer"),
+        tracer.start_as_current_span("inner", attributes={"agentlightning.span_sequence_id": 7}),
+    ):
+        pass
+    asked: list[tuple[str, str]] = []
+
+    async def issue(pairs: object) -> list[int]:
+        asked.extend(pairs)  # type: ignore[arg-type]
+        return [100 + i for i in range(len(asked))]
+
+    spans = await spans_from_proto(encode_spans(exporter.get_finished_spans()), issue)
+    assert [(s.name, s.rollout_id, s.attempt_id, s.sequence_id) for s in spans] == [
+        ("inner", "ro-1", "at-1", 7),
+        ("outer", "ro-1", "at-1", 100),
+    ]
+    assert asked == [("ro-1", "at-1")] and spans[0].parent_id == spans[1].span_id
+
+
+def test_inter_process_strategy_is_0_3s_placeholder() -> None:
+    from agl_core.execution.inter_process import InterProcessExecutionStrategy
+
+    strategy = InterProcessExecutionStrategy()
+    assert strategy.alias == "ipc"
+    with pytest.raises(NotImplementedError, match="strategy='cs'"):
+        strategy.execute(None, None, None)  # type: ignore[arg-type]

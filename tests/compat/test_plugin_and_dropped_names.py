@@ -51,13 +51,8 @@ def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: P
 
 
 DROPPED = [
-    ("agl_core.runner", "LegacyAgentRunner", "LitAgentRunner"),
-    ("agl_core.trainer.legacy", "TrainerLegacy", "Trainer.fit"),
-    ("agl_core.utils.metrics", "PrometheusMetricsBackend", "statistics"),
-    ("agl_core.utils.server_launcher", "PythonServerLauncher", "LightningStoreServer"),
     ("agl_core.utils.otlp", "LightningStoreOTLPExporter", "/v1/traces"),
     ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
-    ("agl_core.execution.inter_process", "InterProcessExecutionStrategy", "'cs'"),
 ]
 
 

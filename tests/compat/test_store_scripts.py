@@ -153,3 +153,46 @@ def test_memory_store_eviction_arguments_name_the_replacement() -> None:
         agl.InMemoryLightningStore(thread_safe=True, eviction_memory_threshold=None)
     with pytest.raises(ValueError, match="SqliteLightningStore"):
         agl.InMemoryLightningStore(eviction_memory_threshold=0.8)
+
+
+async def test_raw_http_client_with_03_request_models() -> None:
+    """A hand-written 0.3 HTTP client: bodies built from ``store.client_server``'s request models."""
+    import aiohttp
+
+    from agl_core.store.client_server import (
+        API_V1_AGL_PREFIX,
+        DequeueManyRolloutsRequest,
+        NextSequenceIdRequest,
+        NextSequenceIdResponse,
+        QueryRolloutsRequest,
+        RolloutRequest,
+    )
+
+    server = agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0)
+    await server.start()
+    base = server.endpoint + API_V1_AGL_PREFIX
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def post(path: str, body: object) -> object:
+                async with http.post(base + path, json=body) as response:
+                    assert response.status < 300, await response.text()
+                    return await response.json()
+
+            started = await post(
+                "/rollouts", RolloutRequest(input={"q": 1}, mode="train").model_dump(mode="json")
+            )
+            rollout_id = started["rollout_id"]  # type: ignore[index]
+            await post("/queues/rollouts/enqueue", {"rollouts": [{"input": {"q": 2}}]})
+            claimed = await post("/queues/rollouts/dequeue", DequeueManyRolloutsRequest(limit=5).model_dump())
+            assert len(claimed) == 1  # type: ignore[arg-type]
+            found = await post(
+                "/rollouts/search", QueryRolloutsRequest(rollout_id_in=[rollout_id]).model_dump()
+            )
+            assert [r["rollout_id"] for r in found["items"]] == [rollout_id]  # type: ignore[index]
+            issued = await post(
+                "/spans/next", NextSequenceIdRequest(rollout_id=rollout_id, attempt_id="a").model_dump()
+            )
+            assert NextSequenceIdResponse.model_validate(issued).sequence_id == 1
+    finally:
+        await server.stop()

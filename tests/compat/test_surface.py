@@ -473,8 +473,7 @@ def test_every_name_of_every_03_module_resolves_or_explains(
 def test_top_level_names() -> None:
     outcomes = {name: _resolve("agl_core", name) for name in TOP_LEVEL_03}
     not_ok = {name for name, outcome in outcomes.items() if outcome != "ok"}
-    # LegacyAgentRunner: the v0.1 runner; the collections layer
-    assert not_ok == {"LegacyAgentRunner"}
+    assert not_ok == set()
 
 
 @pytest.mark.parametrize(("where", "params"), sorted(SIGNATURES_03.items()))

@@ -11,8 +11,8 @@ import psutil
 import pytest
 
 from agl_core.execution import ClientServerExecutionStrategy
-from agl_core.execution._processes import ParentAwareEvent
 from agl_core.execution.events import ExecutionEvent, ThreadingEvent
+from agl_core.execution.processes import ParentAwareEvent
 from agl_core.store.base import LightningStore
 from agl_core.store.http.background import BackgroundServer
 from agl_core.store.http.client import LightningStoreClient

@@ -21,10 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 KNOWN_DISTRIBUTIONS = {
     "google": "protobuf",
     "graphviz": "graphviz",
+    "matplotlib": "matplotlib",
     "mlflow": "mlflow-skinny",
     "pyarrow": "pyarrow",
     "pynvml": "nvidia-ml-py",
     "tensorboard": "tensorboard",
+    "tokenizers": "tokenizers",
+    "torch": "torch",
+    "transformers": "transformers",
     "vllm": "vllm",
     "wandb": "wandb",
 }

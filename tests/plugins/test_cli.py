@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
+import agl_core
 from agl_core import hookimpl
-from agl_core.plugins import PluginManager, plugin_module
-from agl_core.testing import fake_entry_point, records_by_name, run_cli
+from agl_core.plugins import PluginManager
+from agl_core.testing import fake_entry_point, plugin_module, records_by_name, run_cli
 
 RECORD_KEYS = {
     "schema_version",
@@ -20,6 +21,8 @@ RECORD_KEYS = {
     "error",
     "disabled_reason",
     "load_seconds",
+    "api_version",
+    "api_mismatch",
 }
 
 
@@ -62,7 +65,7 @@ def _manager_with_plugins() -> PluginManager:
 def test_version() -> None:
     result = run_cli("--version")
     assert result.exit_code == 0
-    assert result.output.strip() == "agl 0.4.0"
+    assert result.output.strip() == f"agl {agl_core.__version__}"
 
 
 def test_list_json_records() -> None:
@@ -143,3 +146,46 @@ def test_failing_command_hook_is_isolated() -> None:
     record = manager.record("cmds")
     assert record.status == "failed"
     assert record.error is not None and record.error.stage == "agl_register_commands"
+
+
+def _versioned_plugin(name: str, declared: object) -> object:
+    @hookimpl
+    def agl_register_algorithms(registry):
+        registry.add(f"{name}-algo", "agl_x.algo:X")
+
+    module = plugin_module(name, agl_register_algorithms=agl_register_algorithms)
+    if declared is not None:
+        module.AGL_PLUGIN_API_VERSION = declared  # type: ignore[attr-defined]
+    return module
+
+
+def test_check_reports_a_plugin_built_for_another_contract_version() -> None:
+    from agl_core import PLUGIN_API_VERSION
+
+    manager = PluginManager(strict=False)
+    manager.register(_versioned_plugin("current", PLUGIN_API_VERSION), name="current")
+    manager.register(_versioned_plugin("silent", None), name="silent")
+    ok = run_cli("plugins", "check", manager=manager)
+    assert ok.exit_code == 0, ok.output
+    manager.register(_versioned_plugin("future", PLUGIN_API_VERSION + 1), name="future", distribution="agl-f")
+    manager.register(_versioned_plugin("odd", "one"), name="odd")
+    result = run_cli("plugins", "check", manager=manager)
+    assert result.exit_code == 1
+    assert f"future (agl-f ?) was built for plugin contract {PLUGIN_API_VERSION + 1}" in result.output
+    assert "upgrade agl-core" in result.output
+    assert "odd (? ?) declares AGL_PLUGIN_API_VERSION = 'one'; it must be an integer" in result.output
+    records = records_by_name(run_cli("plugins", "list", "--json", manager=manager).json())
+    assert (records["current"]["api_version"], records["current"]["api_mismatch"]) == (
+        PLUGIN_API_VERSION,
+        None,
+    )
+    assert records["silent"]["api_version"] is None and records["silent"]["api_mismatch"] is None
+    assert "upgrade agl-core" in records["future"]["api_mismatch"]
+
+
+def test_an_older_plugin_is_told_to_upgrade() -> None:
+    from agl_core.plugins import PluginRecord
+
+    record = PluginRecord(name="old", api_version=0)
+    assert record.api_mismatch is not None and "upgrade the plugin" in record.api_mismatch
+    assert PluginRecord(name="core", builtin=True, api_version=0).api_mismatch is None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agl_core import hookimpl
-from agl_core.errors import PluginConflictError, PluginLoadError, UnknownComponentError
-from agl_core.plugins import PluginManager, plugin_module
-from agl_core.testing import fake_entry_point, register_plugin
+from agl_core.errors import ComponentSpecError, PluginConflictError, PluginLoadError, UnknownComponentError
+from agl_core.plugins import PluginManager
+from agl_core.testing import fake_entry_point, plugin_module, register_plugin
 
 
 class Widget:
@@ -70,7 +70,10 @@ def test_good_plugin_registers_each_of_the_five_kinds(plugin_manager: PluginMana
         entry = plugin_manager.registry(kind).get(name)
         assert entry.plugin == "good"
         assert entry.distribution == "agl-good"
-        assert isinstance(plugin_manager.registry(kind).create(name), Widget)
+        assert entry.load() is Widget
+        # every registry knows its kind's base class, so a Widget is refused when built
+        with pytest.raises(ComponentSpecError, match="produced Widget, which is not a"):
+            plugin_manager.registry(kind).create(name)
     assert plugin_manager.registry("adapter").get("adapter-y").name == "adapter-x"
     assert plugin_manager.registry("store").scheme_entry("xstore").name == "store-x"
     provided = {(p["kind"], p["name"]) for p in plugin_manager.provides("good")}

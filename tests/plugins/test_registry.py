@@ -139,3 +139,82 @@ def test_remove_plugin(registry: Registry[Base]) -> None:
     assert registry.names() == []
     assert registry.schemes() == {}
     assert "impl-alias" not in registry
+
+
+def test_a_registry_can_name_its_base_as_an_import_path() -> None:
+    reg: Registry[Base] = Registry("store", base="tests.plugins.test_registry:Base")
+    with reg.registering("test", "agl-test"):
+        reg.add("wrong", NotBase)
+    assert reg.base is Base
+    with pytest.raises(ComponentSpecError, match="produced NotBase, which is not a Base"):
+        reg.create("wrong")
+
+
+def test_the_process_registries_check_their_kinds_base_class() -> None:
+    from agl_core.algorithm.base import Algorithm
+    from agl_core.plugins import PluginManager
+    from agl_core.store.base import LightningStore
+    from agl_core.store.memory import InMemoryLightningStore
+
+    manager = PluginManager(builtins=True)
+    assert manager.registry("algorithm").base is Algorithm
+    assert manager.registry("store").base is LightningStore
+    with manager.registry("store").registering("test", "agl-test"):
+        manager.registry("store").add("not-a-store", lambda uri=None: NotBase(), schemes=["notastore"])
+    with pytest.raises(ComponentSpecError, match="produced NotBase, which is not a LightningStore"):
+        manager.registry("store").create("not-a-store")
+    with pytest.raises(ComponentSpecError, match="produced NotBase, which is not a LightningStore"):
+        manager.registry("store").open_uri("notastore://x")
+    with pytest.raises(ComponentSpecError, match="not a LightningStore subclass"):
+        manager.registry("store").create(NotBase)
+    store = manager.registry("store").create("memory:")
+    assert isinstance(store, InMemoryLightningStore)
+    assert manager.registry("store").create(store) is store
+
+
+def test_open_uri_uses_from_uri_or_calls_the_factory(registry: Registry[Base]) -> None:
+    assert registry.open_uri("IMPL://x", size=3).uri == "IMPL://x"  # type: ignore[attr-defined]
+    with registry.registering("test", "agl-test"):
+        registry.add("plain", lambda uri: Impl(size=len(uri)), schemes=["plain"])
+    assert registry.open_uri("plain:abc").size == 9  # type: ignore[attr-defined]
+    with pytest.raises(ComponentSpecError, match="has no scheme"):
+        registry.open_uri("no-scheme-here")
+    with pytest.raises(
+        UnknownComponentError, match=r"No store opens URIs with scheme 'mongodb'.*pip install agl-mongo"
+    ):
+        registry.open_uri("mongodb://localhost")
+
+
+def test_uri_scheme_is_the_one_parser() -> None:
+    from agl_core.registry import uri_scheme
+    from agl_core.store import parse_store_uri
+
+    assert uri_scheme("SQLite:///x.db") == "sqlite"
+    assert uri_scheme("mongodb+srv://h") == "mongodb+srv"
+    assert uri_scheme("/path/no/scheme") is None
+    assert uri_scheme("my_pkg.mod:Class") is None  # '_' is not a scheme character
+    assert parse_store_uri("HTTP://h:1") == "http"
+
+
+def test_dotted_import_paths_build_without_a_colon(registry: Registry[Base]) -> None:
+    assert isinstance(registry.create("tests.plugins.test_registry.Impl"), Impl)
+    with pytest.raises(UnknownComponentError, match=r"Unknown store 'no_such_pkg\.Thing'"):
+        registry.create("no_such_pkg.Thing")
+
+
+def test_install_hints_are_data_a_plugin_extends() -> None:
+    reg: Registry[Base] = Registry("algorithm", base=Base)
+    assert reg.install_hint("apo") == "agl-apo"  # seeded from FIRST_PARTY_PLUGINS
+    with reg.registering("family", "agl-family"):
+        reg.add_install_hint("grpo", "agl-family-rl")
+    with pytest.raises(
+        UnknownComponentError, match="provided by the agl-family-rl plugin: pip install agl-family-rl"
+    ):
+        reg.create("grpo")
+    reg.remove_plugin("family")
+    assert reg.install_hint("grpo") is None
+    stores: Registry[Base] = Registry("store", base=Base)
+    with stores.registering("family", "agl-family"):
+        stores.add_install_hint("redis", "agl-redis", schemes=["redis", "rediss"])
+    with pytest.raises(UnknownComponentError, match="comes from agl-redis: pip install agl-redis"):
+        stores.open_uri("rediss://h")

@@ -12,7 +12,8 @@ from agl_core.execution import (
     ExecutionStrategy,
     SharedMemoryExecutionStrategy,
 )
-from agl_core.plugins import PluginManager, plugin_module
+from agl_core.plugins import PluginManager
+from agl_core.testing import plugin_module
 
 
 class RecordingStrategy(ExecutionStrategy):

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeGuard, TypeVar, cas
 from agl_core.types import FilterField, FilterOptions, PaginatedResult, SortOptions
 
 if TYPE_CHECKING:
-    from typing_extensions import Self
-
     from agl_core.types import Attempt, ResourcesUpdate, Rollout, Span, Worker
 
 __all__ = [
@@ -301,7 +299,7 @@ class LightningCollections(TrackedCollection):
         commit: bool = False,
         labels: Sequence[AtomicLabels] | None = None,
         **kwargs: Any,
-    ) -> contextlib.AbstractAsyncContextManager[Self]:
+    ) -> contextlib.AbstractAsyncContextManager[Any]:
         """A block in which reads and writes of the collections happen as one step for other callers.
 
         ``mode``, ``snapshot``, ``commit`` and ``labels`` describe the block; what each guarantees
@@ -311,7 +309,7 @@ class LightningCollections(TrackedCollection):
 
     async def execute(
         self,
-        callback: Callable[[Self], Awaitable[T]],
+        callback: Callable[[Any], Awaitable[T]],
         *,
         mode: AtomicMode = "rw",
         snapshot: bool = False,

@@ -18,13 +18,6 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeAlias, TypeVar
 
-from agl_core.store._logic import (
-    build_predicate,
-    normalize_filter,
-    paginate,
-    sort_key_for,
-    validate_pagination,
-)
 from agl_core.store.collection.base import (
     AtomicLabels,
     AtomicMode,
@@ -35,6 +28,13 @@ from agl_core.store.collection.base import (
     Queue,
     ensure_numeric,
     resolve_sort_options,
+)
+from agl_core.store.logic import (
+    build_predicate,
+    normalize_filter,
+    paginate,
+    sort_key_for,
+    validate_pagination,
 )
 from agl_core.types import (
     Attempt,

@@ -13,8 +13,8 @@ __all__: list[str] = []
 _NAMES: dict[str, Any] = {}
 
 _REASON = (
-    "agl's collections layer (agl_core.store.collection) is in memory only; MongoDB is the agl-mongo "
-    "plugin's MongoLightningStore (pip install agl-mongo)"
+    "agl's collections layer (agl_core.store.collection) is in memory only; for MongoDB use the agl-mongo "
+    "plugin's MongoLightningStore (a LightningStore, not collections)"
 )
 
 _DROPPED: dict[str, str] = dict.fromkeys(
@@ -29,22 +29,24 @@ _DROPPED: dict[str, str] = dict.fromkeys(
 )
 
 
+def _is_pymongo(exc: BaseException, class_name: str) -> bool:
+    return any(
+        cls.__name__ == class_name and cls.__module__.startswith("pymongo") for cls in type(exc).__mro__
+    )
+
+
 def resolve_mongo_error_type(exc: BaseException | None) -> str | None:
     """The metrics label of a pymongo error (``-Transient`` for transient transaction errors), else None.
 
-    None also when pymongo is not installed.
+    Reads the error's classes, so pymongo is never imported here.
     """
-    try:
-        from pymongo.errors import OperationFailure, PyMongoError
-    except ImportError:
+    if exc is None or not _is_pymongo(exc, "PyMongoError"):
         return None
-    transient = isinstance(exc, PyMongoError) and exc.has_error_label("TransientTransactionError")
-    suffix = "-Transient" if transient else ""
-    if isinstance(exc, OperationFailure):
-        return f"OperationFailure-{exc.code}{suffix}"
-    if isinstance(exc, PyMongoError):
-        return f"{type(exc).__name__}{suffix}"
-    return None
+    has_label = getattr(exc, "has_error_label", None)
+    suffix = "-Transient" if callable(has_label) and has_label("TransientTransactionError") else ""
+    if _is_pymongo(exc, "OperationFailure"):
+        return f"OperationFailure-{getattr(exc, 'code', None)}{suffix}"
+    return f"{type(exc).__name__}{suffix}"
 
 
 __getattr__ = module_getattr("agl_core.store.collection.mongo", _NAMES, _DROPPED)

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar, Union
 
 from agl_core.store.base import LightningStore
 from agl_core.store.http.server import LightningStoreServer
+from agl_core.utils.loop_thread import LoopThread
 
 __all__ = ["BackgroundServer"]
 
@@ -49,10 +48,14 @@ class BackgroundServer:
         self.close_store = (not isinstance(store, LightningStore)) if close_store is None else close_store
         self.startup_timeout = startup_timeout
         self._server_kwargs = server_kwargs
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.server: LightningStoreServer | None = None
         self.store: LightningStore | None = None
-        self._thread: threading.Thread | None = None
+        self._thread = LoopThread("agl-store-server", timeout=startup_timeout)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The server thread's event loop (None before `start()`)."""
+        return self._thread.loop
 
     @property
     def endpoint(self) -> str:
@@ -63,11 +66,8 @@ class BackgroundServer:
 
     def start(self) -> str:
         """Start the thread, open the store and the server; returns the endpoint."""
-        if self._thread is not None:
+        if self._thread.running:
             raise RuntimeError("BackgroundServer is already started.")
-        loop = asyncio.new_event_loop()
-        self.loop = loop
-        self._thread = threading.Thread(target=self._run_loop, name="agl-store-server", daemon=True)
         self._thread.start()
         try:
             self.call(self._open)
@@ -75,13 +75,6 @@ class BackgroundServer:
             self.stop()
             raise
         return self.endpoint
-
-    def _run_loop(self) -> None:
-        assert self.loop is not None
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        self.loop.close()
 
     async def _open(self) -> None:
         source = self._source
@@ -103,23 +96,17 @@ class BackgroundServer:
 
     def call(self, fn: Callable[[], Coroutine[Any, Any, T]], timeout: float | None = None) -> T:
         """Run ``fn()`` on the server's loop from another thread and return its result."""
-        if self.loop is None:
+        if not self._thread.running:
             raise RuntimeError("BackgroundServer is not started.")
-        future: Future[T] = asyncio.run_coroutine_threadsafe(fn(), self.loop)
-        return future.result(self.startup_timeout if timeout is None else timeout)
+        return self._thread.call(fn, timeout=self.startup_timeout if timeout is None else timeout)
 
     def stop(self) -> None:
         """Stop the server (finishing in-flight requests), close the store if owned, end the thread."""
-        thread, loop = self._thread, self.loop
-        if thread is None or loop is None:
+        if not self._thread.running:
             return
         try:
-            if loop.is_running():
-                self.call(self._close)
+            self._thread.stop(self._close, timeout=self.startup_timeout)
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(self.startup_timeout)
-            self._thread = None
             self.server = None
 
     def __enter__(self) -> BackgroundServer:

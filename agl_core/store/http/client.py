@@ -36,7 +36,7 @@ import pydantic_core
 from pydantic import TypeAdapter
 
 from agl_core._compat import store_client_options
-from agl_core.store import _inputs, _logic
+from agl_core.store import logic
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -50,10 +50,10 @@ from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, 
 from agl_core.store.http.models import AnyRollout
 from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
 from agl_core.store.http.transport import HttpTransport, TransportError, build_request
+from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    AttemptStatus,
     EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
@@ -61,11 +61,10 @@ from agl_core.types import (
     Rollout,
     RolloutConfig,
     RolloutMode,
-    RolloutStatus,
     Span,
     Worker,
-    WorkerStatus,
 )
+from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -401,7 +400,7 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.enqueue_many_rollouts` (one request)."""
         if not rollouts:
             return []
-        batch = _inputs.check_enqueue_requests(rollouts)
+        batch = logic.check_enqueue_requests(rollouts)
         return await self._post(  # type: ignore[no-any-return]
             "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
         )
@@ -430,32 +429,14 @@ class LightningStoreClient(LightningStore):
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts"
         return await self._post(path, {"worker_id": worker_id}, AttemptedRollout)  # type: ignore[no-any-return]
 
-    async def query_rollouts(
-        self,
-        *,
-        status_in: Sequence[RolloutStatus] | None = None,
-        rollout_id_in: Sequence[str] | None = None,
-        rollout_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-        status: Sequence[RolloutStatus] | None = None,
-        rollout_ids: Sequence[str] | None = None,
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
-        """See `LightningStore.query_rollouts`."""
-        statuses, ids = _logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
-        payload = {
-            "status_in": _listify(statuses),
-            "rollout_id_in": _listify(ids),
-            "rollout_id_contains": rollout_id_contains,
-            "filter_logic": filter_logic,
-            "sort_by": sort_by,
-            "sort_order": sort_order,
-            "limit": limit,
-            "offset": offset,
-        }
+        """``POST /v1/agl/rollouts/search`` with the checked query."""
+        payload = {**query.keywords(), "status_in": _listify(query.status_in)}
+        payload["rollout_id_in"] = _listify(query.rollout_id_in)
+        if query.mode_in is not None:
+            payload["mode_in"] = _listify(query.mode_in)
         return await self._post(  # type: ignore[no-any-return]
             "/rollouts/search", payload, PaginatedResult[AnyRollout], mutating=False
         )
@@ -471,7 +452,7 @@ class LightningStoreClient(LightningStore):
     ) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
         if rollout_id == "":
-            _logic.validate_pagination(limit, offset)
+            logic.validate_pagination(limit, offset)
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
         payload = {"sort_by": sort_by, "sort_order": sort_order, "limit": limit, "offset": offset}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/search"
@@ -490,55 +471,22 @@ class LightningStoreClient(LightningStore):
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/latest"
         return await self._get(path, Attempt | None)  # type: ignore[no-any-return]
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any | Unset = UNSET,
-        mode: RolloutMode | Unset | None = UNSET,
-        resources_id: str | Unset | None = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: RolloutConfig | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Rollout:
-        """See `LightningStore.update_rollout` (only the arguments that are not `UNSET` are sent)."""
-        if rollout_id == "":
-            raise RolloutNotFoundError(rollout_id)
-        fields = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "status": status,
-            "config": config,
-            "metadata": metadata,
-        }
-        payload = {key: value for key, value in fields.items() if value is not UNSET}
-        _check_values(payload)
-        return await self._post(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", payload, Rollout)  # type: ignore[no-any-return]
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+        """``POST /v1/agl/rollouts/{rollout_id}`` with only the fields that are not `UNSET`."""
+        if update.rollout_id == "":
+            raise RolloutNotFoundError(update.rollout_id)
+        path = f"/rollouts/{_segment(update.rollout_id, 'rollout_id')}"
+        return await self._post(path, update.changes(), Rollout)  # type: ignore[no-any-return]
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"],
-        status: AttemptStatus | Unset = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
-        """See `LightningStore.update_attempt` (only the arguments that are not `UNSET` are sent)."""
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+        """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}`` with the fields not `UNSET`."""
+        rollout_id, attempt_id = update.rollout_id, update.attempt_id
         if rollout_id == "":
             raise RolloutNotFoundError(rollout_id)
         if attempt_id == "":
             raise AttemptNotFoundError(rollout_id, attempt_id)
-        fields = {
-            "status": status,
-            "worker_id": worker_id,
-            "last_heartbeat_time": last_heartbeat_time,
-            "metadata": metadata,
-        }
-        payload = {key: value for key, value in fields.items() if value is not UNSET}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
-        _check_values(payload)
-        return await self._post(path, payload, Attempt)  # type: ignore[no-any-return]
+        return await self._post(path, update.changes(), Attempt)  # type: ignore[no-any-return]
 
     async def wait_for_rollouts(
         self, *, rollout_ids: list[str], timeout: float | None = None
@@ -590,7 +538,7 @@ class LightningStoreClient(LightningStore):
 
     async def add_span(self, span: Span) -> Span | None:
         """See `LightningStore.add_span`."""
-        _logic.validate_span(span)
+        logic.validate_span(span)
         tries = [0]
         raw = await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)
         stored: Span | None = _decode(Span | None, raw)
@@ -608,7 +556,7 @@ class LightningStoreClient(LightningStore):
         if not batch:
             return []
         for span in batch:
-            _logic.validate_span(span)
+            logic.validate_span(span)
         raw = await self._call(
             "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
         )
@@ -637,44 +585,9 @@ class LightningStoreClient(LightningStore):
         )
         return list(pydantic_core.from_json(raw)["sequence_ids"])
 
-    async def query_spans(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"] | None = None,
-        *,
-        trace_id: str | None = None,
-        trace_id_contains: str | None = None,
-        span_id: str | None = None,
-        span_id_contains: str | None = None,
-        parent_id: str | None = None,
-        parent_id_contains: str | None = None,
-        name: str | None = None,
-        name_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        limit: int = -1,
-        offset: int = 0,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-    ) -> PaginatedResult[Span]:
-        """See `LightningStore.query_spans`."""
-        payload = {
-            "rollout_id": rollout_id,
-            "attempt_id": attempt_id,
-            "trace_id": trace_id,
-            "trace_id_contains": trace_id_contains,
-            "span_id": span_id,
-            "span_id_contains": span_id_contains,
-            "parent_id": parent_id,
-            "parent_id_contains": parent_id_contains,
-            "name": name,
-            "name_contains": name_contains,
-            "filter_logic": filter_logic,
-            "limit": limit,
-            "offset": offset,
-            "sort_by": sort_by,
-            "sort_order": sort_order,
-        }
-        return await self._post("/spans/search", payload, PaginatedResult[Span], mutating=False)  # type: ignore[no-any-return]
+    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+        """``POST /v1/agl/spans/search`` with the checked query."""
+        return await self._post("/spans/search", query, PaginatedResult[Span], mutating=False)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 
@@ -722,27 +635,9 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ workers
 
-    async def query_workers(
-        self,
-        *,
-        status_in: Sequence[WorkerStatus] | None = None,
-        worker_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Worker]:
-        """See `LightningStore.query_workers`."""
-        payload = {
-            "status_in": _listify(status_in),
-            "worker_id_contains": worker_id_contains,
-            "filter_logic": filter_logic,
-            "sort_by": sort_by,
-            "sort_order": sort_order,
-            "limit": limit,
-            "offset": offset,
-        }
+    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+        """``POST /v1/agl/workers/search`` with the checked query."""
+        payload = {**query.keywords(), "status_in": _listify(query.status_in)}
         return await self._post("/workers/search", payload, PaginatedResult[Worker], mutating=False)  # type: ignore[no-any-return]
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
@@ -767,7 +662,7 @@ def _check_values(fields: dict[str, Any]) -> None:
     """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
     for name in ("input", "metadata", "heartbeat_stats"):
         if name in fields:
-            _inputs.check_json_value(name, fields[name])
+            logic.check_json_value(name, fields[name])
 
 
 def _json_or_none(raw: bytes) -> Any:

@@ -28,6 +28,7 @@ from agl_core.store.http.errors import (
 )
 from agl_core.store.http.openapi import openapi_document
 from agl_core.types import NamedResources, Span
+from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
@@ -48,7 +49,7 @@ def _adapter(type_: Any) -> TypeAdapter[Any]:
 def _describe(error: Any) -> str:
     loc = ".".join(str(p) for p in error.get("loc", ())) or "(root)"
     text = f"{loc}: {error.get('msg')}"
-    if "input" in error and error.get("type") not in ("missing", "json_invalid"):
+    if "input" in error and error.get("type") not in ("missing", "missing_argument", "json_invalid"):
         shown = repr(error["input"])
         text += f" (got {shown[:80] + '...' if len(shown) > 80 else shown})"
     return text
@@ -75,7 +76,7 @@ def _query_error(exc: ValidationError, where: str) -> InvalidRequestError:
     message = f"Invalid {where}: {_describe(error)}."
     if field in ("limit", "offset"):
         return InvalidRequestError(message + " limit must be > 0 or -1, offset >= 0.")
-    if error.get("type") == "extra_forbidden":
+    if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
         return InvalidFilterError(f"Unknown query option {field!r}; see /v1/agl/openapi.json for the fields.")
     return InvalidFilterError(message)
 
@@ -87,7 +88,7 @@ def parse_json(type_: Any, raw: bytes, where: str = "request body") -> Any:
             return type_.model_validate_json(raw)
         return _adapter(type_).validate_json(raw)
     except ValidationError as exc:
-        if isinstance(type_, type) and issubclass(type_, m.QueryModel):
+        if isinstance(type_, type) and issubclass(type_, (m.QueryModel, StoreQuery)):
             raise _query_error(exc, where) from None
         raise _validation_error(exc, where) from None
 
@@ -171,7 +172,7 @@ class StoreApi:
         return parse_json(type_, raw)
 
     @staticmethod
-    def _query(request: web.Request, model: type[BaseModel]) -> Any:
+    def _query(request: web.Request, model: type[Any]) -> Any:
         data: dict[str, Any] = {}
         query = request.query
         for key in query:
@@ -187,7 +188,9 @@ class StoreApi:
             else:
                 data[key] = values[0]
         try:
-            return model.model_validate(data)
+            if issubclass(model, BaseModel):
+                return model.model_validate(data)
+            return _adapter(model).validate_python(data)
         except ValidationError as exc:
             raise _query_error(exc, "query parameters") from None
 
@@ -262,17 +265,7 @@ class StoreApi:
         return json_response(result, 201)
 
     async def _query_rollouts(self, q: m.RolloutQuery) -> web.Response:
-        result = await self.store.query_rollouts(
-            status_in=q.status_in,
-            rollout_id_in=q.rollout_id_in,
-            rollout_id_contains=q.rollout_id_contains,
-            filter_logic=q.filter_logic,
-            sort_by=q.sort_by,
-            sort_order=q.sort_order,
-            limit=q.limit,
-            offset=q.offset,
-        )
-        return json_response(result)
+        return json_response(await self.store._execute(q))
 
     async def query_rollouts_get(self, request: web.Request) -> web.Response:
         """``GET /v1/agl/rollouts``."""
@@ -287,10 +280,11 @@ class StoreApi:
         return json_response(await self.store.get_rollout_by_id(request.match_info["rollout_id"]))
 
     async def update_rollout(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}``: only the fields in the body are passed on."""
+        """``POST /v1/agl/rollouts/{rollout_id}``: only the fields in the body are changed."""
         b: m.UpdateRolloutBody = await self._body(request, m.UpdateRolloutBody, required=False)
         changes = {name: getattr(b, name) for name in b.model_fields_set}
-        return json_response(await self.store.update_rollout(request.match_info["rollout_id"], **changes))
+        update = RolloutUpdate(request.match_info["rollout_id"], **changes)
+        return json_response(await self.store._execute(update))
 
     async def start_attempt(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/rollouts/{rollout_id}/attempts``."""
@@ -321,13 +315,12 @@ class StoreApi:
         return json_response(await self.store.get_latest_attempt(request.match_info["rollout_id"]))
 
     async def update_attempt(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}``."""
+        """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}``: only the fields in the body."""
         b: m.UpdateAttemptBody = await self._body(request, m.UpdateAttemptBody, required=False)
         changes = {name: getattr(b, name) for name in b.model_fields_set}
         info = request.match_info
-        return json_response(
-            await self.store.update_attempt(info["rollout_id"], info["attempt_id"], **changes)
-        )
+        update = AttemptUpdate(info["rollout_id"], info["attempt_id"], **changes)
+        return json_response(await self.store._execute(update))
 
     async def rollout_doctor(self, request: web.Request) -> web.Response:
         """``GET /v1/agl/rollouts/{rollout_id}/doctor``: `agl_core.adapter.doctor.diagnose_rollout`."""
@@ -363,16 +356,7 @@ class StoreApi:
     # ------------------------------------------------------------------------------ workers
 
     async def _query_workers(self, q: m.WorkerQuery) -> web.Response:
-        result = await self.store.query_workers(
-            status_in=q.status_in,
-            worker_id_contains=q.worker_id_contains,
-            filter_logic=q.filter_logic,
-            sort_by=q.sort_by,
-            sort_order=q.sort_order,
-            limit=q.limit,
-            offset=q.offset,
-        )
-        return json_response(result)
+        return json_response(await self.store._execute(q))
 
     async def query_workers_get(self, request: web.Request) -> web.Response:
         """``GET /v1/agl/workers``."""
@@ -449,24 +433,7 @@ class StoreApi:
         return json_response({"inserted": indices}, 201)
 
     async def _query_spans(self, q: m.SpanQuery) -> web.Response:
-        result = await self.store.query_spans(
-            q.rollout_id,
-            q.attempt_id,
-            trace_id=q.trace_id,
-            trace_id_contains=q.trace_id_contains,
-            span_id=q.span_id,
-            span_id_contains=q.span_id_contains,
-            parent_id=q.parent_id,
-            parent_id_contains=q.parent_id_contains,
-            name=q.name,
-            name_contains=q.name_contains,
-            filter_logic=q.filter_logic,
-            limit=q.limit,
-            offset=q.offset,
-            sort_by=q.sort_by,
-            sort_order=q.sort_order,
-        )
-        return json_response(result)
+        return json_response(await self.store._execute(q))
 
     async def query_spans_get(self, request: web.Request) -> web.Response:
         """``GET /v1/agl/spans``."""

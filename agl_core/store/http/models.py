@@ -22,7 +22,16 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES, RolloutMode, WorkerStatus
+from agl_core.types.queries import (
+    Limit,
+    Offset,
+    RolloutQuery,
+    SortOrderField,
+    SpanQuery,
+    StoreQuery,
+    WorkerQuery,
+)
+from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES, RolloutMode
 
 __all__ = [
     "AddSpansResponse",
@@ -45,6 +54,7 @@ __all__ = [
     "SpansBatchBody",
     "StartAttemptBody",
     "StartRolloutBody",
+    "StoreQuery",
     "UpdateAttemptBody",
     "UpdateRolloutBody",
     "UpdateWorkerBody",
@@ -60,23 +70,11 @@ def _enum_schema(values: tuple[str, ...], nullable: bool = False) -> Any:
     return WithJsonSchema(schema)
 
 
-def _enum_list_schema(values: tuple[str, ...]) -> Any:
-    items = {"type": "string", "enum": list(values)}
-    return WithJsonSchema({"anyOf": [{"type": "array", "items": items}, {"type": "null"}]})
-
-
 _MODES: tuple[str, ...] = get_args(RolloutMode)
-_WORKER_STATUSES: tuple[str, ...] = get_args(WorkerStatus)
 
 RolloutStatusField = Annotated[Any, _enum_schema(ROLLOUT_STATUSES)]
 AttemptStatusField = Annotated[Any, _enum_schema(ATTEMPT_STATUSES)]
 ModeField = Annotated[Any, _enum_schema(_MODES, nullable=True)]
-FilterLogicField = Annotated[Any, _enum_schema(("and", "or"))]
-SortOrderField = Annotated[Any, _enum_schema(("asc", "desc"))]
-RolloutStatusList = Annotated[Any, _enum_list_schema(ROLLOUT_STATUSES)]
-WorkerStatusList = Annotated[Any, _enum_list_schema(_WORKER_STATUSES)]
-Limit = Annotated[int, Field(description="Page size; -1 means no limit.")]
-Offset = Annotated[int, Field(description="Number of matches to skip.")]
 
 AnyRollout = Union[AttemptedRollout, Rollout]  # noqa: UP007 - a runtime union for pydantic
 """A rollout, with its latest attempt attached when it has one."""
@@ -96,7 +94,10 @@ class _Body(BaseModel):
 
 
 class QueryModel(_Body):
-    """Base of the query models: a field of the wrong type is reported like the store reports it.
+    """Base of the pydantic query models: a field of the wrong type is reported like the store reports it.
+
+    The store's own requests (`RolloutQuery`, `SpanQuery`, `WorkerQuery`, from `agl_core.types.queries`)
+    are slotted dataclasses reported the same way.
 
     ``limit``/``offset`` -> `InvalidRequestError`; any other filter or sort field -> `InvalidFilterError`
     (so a typo'd type over HTTP raises the same class as in process).
@@ -156,19 +157,6 @@ class StartRolloutBody(_Body):
     worker_id: str | None = None
 
 
-class RolloutQuery(QueryModel):
-    """Filters, sorting and paging of ``query_rollouts`` (query string of GET, body of POST search)."""
-
-    status_in: RolloutStatusList = None
-    rollout_id_in: list[str] | None = None
-    rollout_id_contains: str | None = None
-    filter_logic: FilterLogicField = "and"
-    sort_by: str | None = None
-    sort_order: SortOrderField = "asc"
-    limit: Limit = -1
-    offset: Offset = 0
-
-
 class UpdateRolloutBody(_Body):
     """``POST /v1/agl/rollouts/{rollout_id}``: only the fields present are changed; null clears."""
 
@@ -225,18 +213,6 @@ class DoctorQuery(QueryModel):
 # ------------------------------------------------------------------------------------------- workers
 
 
-class WorkerQuery(QueryModel):
-    """Filters, sorting and paging of ``query_workers``."""
-
-    status_in: WorkerStatusList = None
-    worker_id_contains: str | None = None
-    filter_logic: FilterLogicField = "and"
-    sort_by: str | None = None
-    sort_order: SortOrderField = "asc"
-    limit: Limit = -1
-    offset: Offset = 0
-
-
 class UpdateWorkerBody(_Body):
     """``POST /v1/agl/workers/{worker_id}``: heartbeat, replacing ``heartbeat_stats`` when present."""
 
@@ -258,26 +234,6 @@ class ResourcesQuery(QueryModel):
 
 
 # ------------------------------------------------------------------------------------------- spans
-
-
-class SpanQuery(QueryModel):
-    """Filters, sorting and paging of ``query_spans``; ``attempt_id`` may be ``"latest"``."""
-
-    rollout_id: str
-    attempt_id: str | None = None
-    trace_id: str | None = None
-    trace_id_contains: str | None = None
-    span_id: str | None = None
-    span_id_contains: str | None = None
-    parent_id: str | None = None
-    parent_id_contains: str | None = None
-    name: str | None = None
-    name_contains: str | None = None
-    filter_logic: FilterLogicField = "and"
-    limit: Limit = -1
-    offset: Offset = 0
-    sort_by: str | None = "sequence_id"
-    sort_order: SortOrderField = "asc"
 
 
 class SpansBatchBody(_Body):

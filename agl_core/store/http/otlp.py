@@ -29,10 +29,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agl_core.store._inputs import MAX_STORE_INT
 from agl_core.store.base import LightningStore
 from agl_core.store.errors import InvalidRequestError, NotFoundError
 from agl_core.store.http.errors import UnsupportedMediaTypeError
+from agl_core.store.logic import MAX_STORE_INT
 from agl_core.types import Span
 
 __all__ = [

@@ -10,6 +10,10 @@ if TYPE_CHECKING:
     from agl_core.registry import Registry
 
 
+AGL_PLUGIN_API_VERSION = 1
+"""The agl plugin contract version these hooks are built for (see `agl plugins check`)."""
+
+
 @hookimpl
 def agl_register_tracers(registry: Registry[Any]) -> None:
     """Register ``agentops`` (:class:`agl_agentops.tracer.AgentOpsTracer`), imported on first use."""

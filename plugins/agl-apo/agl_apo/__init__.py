@@ -7,9 +7,13 @@ first access, so loading the plugin's entry point stays cheap.
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.4.0"
+try:
+    __version__ = version("agl-apo")  # one source: agl_core/__init__.py, through the build metadata
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
 
 _LAZY: dict[str, str] = {
     "APO": "agl_apo.algorithm",

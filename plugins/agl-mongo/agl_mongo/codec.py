@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import PydanticSerializationError, from_json, to_json
+from pydantic import ValidationError
+from pydantic_core import from_json
 
 from agl_core.store import InvalidRequestError
-from agl_core.store.logic import check_json_value
+from agl_core.store.logic.encoding import NAMED_RESOURCES, json_text, metadata_json_text
+from agl_core.store.logic.encoding import resources_json_text as dump_resources
+from agl_core.store.logic.queries import check_id
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    NamedResources,
     ResourcesUpdate,
     Rollout,
     RolloutConfig,
@@ -52,7 +53,6 @@ __all__ = [
 SCHEMA_VERSION = 1
 """Layout version written into every document (field ``v``) and into the ``meta`` collection."""
 
-_NAMED_RESOURCES: TypeAdapter[NamedResources] = TypeAdapter(NamedResources)
 _CONFIG_CACHE: dict[str, RolloutConfig] = {}
 
 # ---------------------------------------------------------------------------------------------- JSON
@@ -60,28 +60,17 @@ _CONFIG_CACHE: dict[str, RolloutConfig] = {}
 
 def dump_json(name: str, value: Any) -> str:
     """`value` as JSON text; `InvalidRequestError` naming `name` if it cannot be encoded."""
-    check_json_value(name, value)  # NaN/Infinity and nesting: refused like every other store
-    try:
-        return to_json(value, inf_nan_mode="constants").decode()
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise InvalidRequestError(
-            f"{name} must be JSON-serializable to be stored in MongoDB (dicts, lists, strings, numbers, "
-            f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
-        ) from None
+    return json_text(name, value, "MongoDB")
+
+
+def metadata_json(name: str, value: object) -> str | None:
+    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
+    return metadata_json_text(name, value, "MongoDB")
 
 
 def load_json(text: str | None) -> Any:
     """Decode a JSON field (None stays None)."""
     return None if text is None else from_json(text)
-
-
-def metadata_json(name: str, value: object) -> str | None:
-    """A metadata dict (or None) as JSON text; anything else raises `InvalidRequestError`."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise InvalidRequestError(f"{name} must be a dict or None, got {type(value).__name__} {value!r}.")
-    return dump_json(name, dict(value))
 
 
 def config_fields(config: object) -> tuple[str, bool]:
@@ -114,20 +103,6 @@ def config_from_json(text: str) -> RolloutConfig:
             _CONFIG_CACHE.clear()
         _CONFIG_CACHE[text] = cached
     return cached.model_copy(update={"retry_condition": list(cached.retry_condition)})
-
-
-def dump_resources(resources: object) -> str:
-    """Validate a `NamedResources` mapping and return it as JSON text."""
-    if not isinstance(resources, Mapping):
-        raise InvalidRequestError(
-            "resources must be a dict of name -> resource (e.g. {'main_llm': LLM(...)}), "
-            f"got {type(resources).__name__}."
-        )
-    try:
-        validated = _NAMED_RESOURCES.validate_python(dict(resources))
-    except ValidationError as exc:
-        raise InvalidRequestError(f"Invalid resources: {exc}") from None
-    return _NAMED_RESOURCES.dump_json(validated).decode()
 
 
 # ---------------------------------------------------------------------------------------------- documents
@@ -210,7 +185,7 @@ def resources_from_doc(doc: Mapping[str, Any]) -> ResourcesUpdate:
         create_time=doc["create_time"],
         update_time=doc["update_time"],
         version=doc["version"],
-        resources=_NAMED_RESOURCES.validate_json(doc["resources"]),
+        resources=NAMED_RESOURCES.validate_json(doc["resources"]),
     )
 
 
@@ -240,10 +215,3 @@ def span_from_doc(doc: Mapping[str, Any]) -> Span:
 
 
 # ---------------------------------------------------------------------------------------------- checks
-
-
-def check_id(name: str, value: object) -> str:
-    """`value` if it is a string, else `InvalidRequestError`."""
-    if isinstance(value, str):
-        return value
-    raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")

@@ -9,7 +9,6 @@ document layout and `agl_mongo.connection` for clients and retries.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -26,16 +25,16 @@ from agl_core.store import (
 )
 from agl_core.store import logic as store_logic
 from agl_core.store.logic import (
+    NormalizedFilter,
     check_enqueue_requests,
-    check_optional_number,
     check_optional_str,
     check_rollout_ids,
     check_timeout,
 )
+from agl_core.store.logic.waiters import WaiterRegistry, poll_finished_rollouts
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    AttemptStatus,
     EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
@@ -43,12 +42,10 @@ from agl_core.types import (
     Rollout,
     RolloutConfig,
     RolloutMode,
-    RolloutStatus,
     Span,
     Worker,
-    WorkerStatus,
 )
-from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
 from agl_mongo.codec import (
     check_id,
@@ -60,12 +57,8 @@ from agl_mongo.codec import (
 from agl_mongo.connection import MongoConnection
 from agl_mongo.context import StoreContext
 from agl_mongo.uri import DEFAULT_DATABASE, DEFAULT_PARTITION, parse_mongo_uri, redact
-from agl_mongo.waiters import Waiters, wake
 
 __all__ = ["MongoLightningStore"]
-
-_POLL_START = 0.05
-_POLL_MAX = 0.5
 
 
 class MongoLightningStore(LightningStore):
@@ -139,7 +132,7 @@ class MongoLightningStore(LightningStore):
         self.partition_id: str = partition
         """The partition every document of this store carries."""
         self.retry_timeout: float = float(retry_timeout)
-        self._waiters = Waiters()
+        self._waiters = WaiterRegistry()
         conn = MongoConnection(parsed.client_uri, self.uri, database, options, self.retry_timeout)
         self._ctx = StoreContext(partition, clock, conn, self._waiters.wake_all)
         self._span_cache = spans.SpanCache()
@@ -279,33 +272,13 @@ class MongoLightningStore(LightningStore):
         await self._guard()
         return await queue.start_attempt(self._ctx, rollout_id, worker)
 
-    async def query_rollouts(
-        self,
-        *,
-        status_in: Sequence[RolloutStatus] | None = None,
-        rollout_id_in: Sequence[str] | None = None,
-        rollout_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-        status: Sequence[RolloutStatus] | None = None,
-        rollout_ids: Sequence[str] | None = None,
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
-        """See `LightningStore.query_rollouts` (deprecated ``status``/``rollout_ids`` still work)."""
-        statuses, ids = store_logic.resolve_rollout_query_aliases(
-            status_in, rollout_id_in, status, rollout_ids
-        )
-        normalized = store_logic.rollout_query_filter(
-            status_in=statuses,
-            rollout_id_in=ids,
-            rollout_id_contains=rollout_id_contains,
-            filter_logic=filter_logic,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Rollout)
+        """See `LightningStore.query_rollouts`."""
         await self._guard()
-        return await rollouts.query_rollouts(self._ctx, normalized, sort_by, sort_order, limit, offset)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await rollouts.query_rollouts(self._ctx, where, *page)
 
     async def query_attempts(
         self,
@@ -318,7 +291,7 @@ class MongoLightningStore(LightningStore):
     ) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
         check_id("rollout_id", rollout_id)
-        _check_page(sort_by, sort_order, limit, offset, Attempt)
+        store_logic.check_page(sort_by, sort_order, limit, offset, Attempt)
         await self._guard()
         return await rollouts.query_attempts(self._ctx, rollout_id, sort_by, sort_order, limit, offset)
 
@@ -334,54 +307,30 @@ class MongoLightningStore(LightningStore):
         await self._guard()
         return await rollouts.get_latest_attempt(self._ctx, rollout_id)
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any | Unset = UNSET,
-        mode: RolloutMode | Unset | None = UNSET,
-        resources_id: str | Unset | None = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: RolloutConfig | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Rollout:
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """See `LightningStore.update_rollout`."""
-        check_id("rollout_id", rollout_id)
-        changes = store_logic.rollout_changes(
-            input,
-            mode,
-            resources_id,
-            status,
-            config,
-            metadata,
+        changes = store_logic.encode_rollout_update(
+            update,
             encode_input=_encode_input,
             encode_config=_config_changes,
             encode_metadata=_encode_metadata,
         )
         await self._guard()
-        return await rollouts.update_rollout(self._ctx, rollout_id, changes)
+        return await rollouts.update_rollout(self._ctx, update.rollout_id, changes)
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"],
-        status: AttemptStatus | Unset = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """See `LightningStore.update_attempt`."""
-        check_id("rollout_id", rollout_id)
-        check_id("attempt_id", attempt_id)
-        if status is not UNSET:
-            status = store_logic.validate_attempt_status(status)
-        if worker_id is not UNSET:
-            worker_id = check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
-        if last_heartbeat_time is not UNSET:
-            last_heartbeat_time = check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
+        metadata = update.metadata
         encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
         await self._guard()
         updated = await attempts.update_attempt(
-            self._ctx, rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded
+            self._ctx,
+            update.rollout_id,
+            update.attempt_id,
+            update.status,
+            update.worker_id,
+            update.last_heartbeat_time,
+            encoded,
         )
         assert updated is not None  # only the watchdog's precondition can skip the write
         return updated
@@ -395,29 +344,12 @@ class MongoLightningStore(LightningStore):
         wakes at once when a call of this store finishes a rollout.
         """
         ids = check_rollout_ids(rollout_ids)
-        wait = check_timeout(timeout)
-        loop = asyncio.get_running_loop()
-        deadline = None if wait is None else loop.time() + wait
-        interval = _POLL_START
-        while True:
-            woken: asyncio.Future[None] = loop.create_future()
-            self._waiters.add(loop, woken)  # registered before polling, so no completion is missed
-            try:
-                await self._guard()
-                found = await rollouts.rollouts_by_ids(self._ctx, ids)
-                finished = {rid: r for rid, r in found.items() if r.status in FINISHED_ROLLOUT_STATUSES}
-                remaining = None if deadline is None else deadline - loop.time()
-                if len(finished) == len(found) or (remaining is not None and remaining <= 0):
-                    return [finished[rid] for rid in ids if rid in finished]
-                pause = interval if remaining is None else min(interval, remaining)
-                handle = loop.call_later(pause, wake, woken)
-                try:
-                    await woken
-                finally:
-                    handle.cancel()
-            finally:
-                self._waiters.discard(woken)
-            interval = min(interval * 2, _POLL_MAX)
+
+        async def read(batch: Sequence[str]) -> dict[str, Rollout]:
+            await self._guard()
+            return await rollouts.rollouts_by_ids(self._ctx, batch)
+
+        return await poll_finished_rollouts(self._waiters, ids, check_timeout(timeout), read)
 
     # ------------------------------------------------------------------ spans
 
@@ -468,54 +400,14 @@ class MongoLightningStore(LightningStore):
             next_id[rollout_id] += 1
         return issued
 
-    async def query_spans(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"] | None = None,
-        *,
-        trace_id: str | None = None,
-        trace_id_contains: str | None = None,
-        span_id: str | None = None,
-        span_id_contains: str | None = None,
-        parent_id: str | None = None,
-        parent_id_contains: str | None = None,
-        name: str | None = None,
-        name_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        limit: int = -1,
-        offset: int = 0,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-    ) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """See `LightningStore.query_spans`."""
-        check_id("rollout_id", rollout_id)
-        if attempt_id is not None:
-            check_id("attempt_id", attempt_id)
-        normalized = store_logic.span_query_filter(
-            rollout_id,
-            None if attempt_id == "latest" else attempt_id,
-            trace_id=trace_id,
-            trace_id_contains=trace_id_contains,
-            span_id=span_id,
-            span_id_contains=span_id_contains,
-            parent_id=parent_id,
-            parent_id_contains=parent_id_contains,
-            name=name,
-            name_contains=name_contains,
-            filter_logic=filter_logic,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Span)
+        attempt_id = query.attempt_id
+        normalized = store_logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
         await self._guard()
         return await spans.query_spans(
-            self._ctx,
-            self._span_cache,
-            rollout_id,
-            attempt_id,
-            normalized,
-            sort_by,
-            sort_order,
-            limit,
-            offset,
+            self._ctx, self._span_cache, query.rollout_id, attempt_id, normalized, *page
         )
 
     # ------------------------------------------------------------------ resources
@@ -554,29 +446,16 @@ class MongoLightningStore(LightningStore):
         normalized = store_logic.resources_query_filter(
             resources_id=resources_id, resources_id_contains=resources_id_contains
         )
-        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
+        store_logic.check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
         return await resources.query_resources(self._ctx, normalized, sort_by, sort_order, limit, offset)
 
     # ------------------------------------------------------------------ workers
 
-    async def query_workers(
-        self,
-        *,
-        status_in: Sequence[WorkerStatus] | None = None,
-        worker_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """See `LightningStore.query_workers`."""
-        normalized = store_logic.worker_query_filter(
-            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
-        )
-        _check_page(sort_by, sort_order, limit, offset, Worker)
         await self._guard()
-        return await workers.query_workers(self._ctx, normalized, sort_by, sort_order, limit, offset)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await workers.query_workers(self._ctx, where, *page)
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
@@ -605,11 +484,3 @@ def _config_changes(config: Any) -> dict[str, Any]:
 
 def _encode_metadata(value: Any) -> str | None:
     return metadata_json("metadata", value)
-
-
-def _check_page(sort_by: str | None, sort_order: str, limit: int, offset: int, model_type: type) -> None:
-    """Validate sorting and pagination before any database call (the same checks as `store_logic`)."""
-    store_logic.validate_sort_order(sort_order)
-    if sort_by is not None:
-        store_logic.sort_key_for(sort_by, model_type)
-    store_logic.validate_pagination(limit, offset)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import agl_core
 from agl_core.plugins import PluginManager
 from agl_core.store import open_store
 from agl_core.testing import records_by_name, run_cli, use_plugin_manager
@@ -24,7 +25,11 @@ def test_plugin_is_listed_ok_with_its_version() -> None:
     result = run_cli("plugins", "list", "--json", manager=manager)
     assert result.exit_code == 0, result.stderr
     record = records_by_name(result.json())["mongo"]
-    assert (record["status"], record["distribution"], record["version"]) == ("ok", "agl-mongo", "0.4.0")
+    assert (record["status"], record["distribution"], record["version"]) == (
+        "ok",
+        "agl-mongo",
+        agl_core.__version__,
+    )
     (store,) = [p for p in record["provides"] if p["kind"] == "store"]
     assert (store["name"], store["schemes"], store["available"]) == (
         "mongo",

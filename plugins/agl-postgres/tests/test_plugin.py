@@ -14,6 +14,7 @@ import pytest
 from agl_postgres import PostgresLightningStore, SchemaVersionError
 from agl_postgres.testing import free_port
 
+import agl_core
 from agl_core.plugins import PluginManager
 from agl_core.store import InvalidRequestError, open_store
 from agl_core.testing import records_by_name, run_cli, use_plugin_manager
@@ -30,7 +31,11 @@ def test_plugin_is_listed_ok_with_both_schemes() -> None:
     result = run_cli("plugins", "list", "--json", manager=_manager())
     assert result.exit_code == 0, result.stderr
     record = records_by_name(result.json())["postgres"]
-    assert (record["status"], record["distribution"], record["version"]) == ("ok", "agl-postgres", "0.4.0")
+    assert (record["status"], record["distribution"], record["version"]) == (
+        "ok",
+        "agl-postgres",
+        agl_core.__version__,
+    )
     (store,) = [p for p in record["provides"] if p["kind"] == "store"]
     assert (store["name"], store["schemes"], store["available"]) == (
         "postgres",

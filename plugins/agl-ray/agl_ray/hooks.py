@@ -6,6 +6,9 @@ from typing import Any
 
 from agl_core import hookimpl
 
+AGL_PLUGIN_API_VERSION = 1
+"""The agl plugin contract version these hooks are built for (see `agl plugins check`)."""
+
 
 @hookimpl
 def agl_register_strategies(registry: Any) -> None:

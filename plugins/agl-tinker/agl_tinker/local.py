@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -317,8 +319,27 @@ class LocalTrainingClient:
         return self.service._worker.submit(snapshot)
 
 
+@dataclass
+class _SampleRequest:
+    """One pending ``sample`` call: its prompt, sample count, params and the future to resolve."""
+
+    prompt: list[int]
+    n: int
+    params: types.SamplingParams
+    future: Future[types.SampleResponse]
+
+
 class LocalSamplingClient:
-    """``tinker.SamplingClient`` look-alike: :meth:`sample` returns a real ``tinker.types.SampleResponse``."""
+    """``tinker.SamplingClient`` look-alike: :meth:`sample` returns a real ``tinker.types.SampleResponse``.
+
+    Concurrent ``sample`` calls are batched: while the worker generates, new calls wait in a queue, and
+    the next pass takes all of them (up to ``max_batch_rows`` sequences) into one left-padded batch that
+    decodes with a KV cache, one forward pass per token for the whole batch; the prefix the prompts share
+    (system prompt, examples) is computed once for the batch. A call with
+    ``SamplingParams.seed`` runs alone, so its draws depend on the seed only.
+    """
+
+    max_batch_rows: int = 64
 
     def __init__(self, service: LocalServiceClient, model: Any, tokenizer: Any, name: str) -> None:
         self.service = service
@@ -326,6 +347,10 @@ class LocalSamplingClient:
         self.tokenizer = tokenizer
         self.name = name
         self._generator = torch.Generator().manual_seed(service.seed)
+        self._pending: list[_SampleRequest] = []
+        self._pending_lock = threading.Lock()
+        #: Sequences per generated batch, in order (how well concurrent calls were batched).
+        self.batch_rows: list[int] = []
 
     def get_tokenizer(self) -> Any:
         """The model's tokenizer."""
@@ -341,8 +366,39 @@ class LocalSamplingClient:
         **_: Any,
     ) -> LocalFuture[types.SampleResponse]:
         """Sample ``num_samples`` continuations of ``prompt`` with their tokens and logprobs."""
-        tokens = prompt.to_ints()
-        return self.service._worker.submit(lambda: self._sample(tokens, num_samples, sampling_params))
+        request = _SampleRequest(prompt.to_ints(), num_samples, sampling_params, Future())
+        with self._pending_lock:
+            self._pending.append(request)
+        self.service._worker.submit(self._drain)  # one pass per call; a pass with nothing left is a no-op
+        return LocalFuture(request.future)
+
+    def _take_batch(self) -> list[_SampleRequest]:
+        with self._pending_lock:
+            batch: list[_SampleRequest] = []
+            rows = 0
+            while self._pending:
+                head = self._pending[0]
+                seeded = head.params.seed is not None
+                if batch and (seeded or rows + head.n > self.max_batch_rows):
+                    break
+                batch.append(self._pending.pop(0))
+                rows += head.n
+                if seeded:
+                    break
+            return batch
+
+    def _drain(self) -> None:
+        batch = [r for r in self._take_batch() if r.future.set_running_or_notify_cancel()]
+        if not batch:
+            return
+        try:
+            responses = self._sample_batch(batch)
+        except BaseException as exc:  # every caller of the batch gets the error
+            for request in batch:
+                request.future.set_exception(exc)
+            return
+        for request, response in zip(batch, responses, strict=True):
+            request.future.set_result(response)
 
     def _stop_rules(self, params: types.SamplingParams) -> tuple[set[int], list[str]]:
         stop = params.stop
@@ -359,45 +415,94 @@ class LocalSamplingClient:
         return ids, texts
 
     @torch.no_grad()
-    def _sample(self, prompt: list[int], n: int, params: types.SamplingParams) -> types.SampleResponse:
-        if params.seed is not None:
-            self._generator.manual_seed(params.seed)
-        stop_ids, stop_texts = self._stop_rules(params)
-        limit = params.max_tokens or 256
-        seqs = torch.tensor([prompt] * n, dtype=torch.long)
-        out: list[list[int]] = [[] for _ in range(n)]
-        lps: list[list[float]] = [[] for _ in range(n)]
-        done = [False] * n
-        reasons: list[types.StopReason] = ["length"] * n
-        for _ in range(limit):
-            logits = self.model(input_ids=seqs).logits[:, -1, :].float()
-            logp = _sampling_logprobs(logits, params)
+    def _sample_batch(self, batch: list[_SampleRequest]) -> list[types.SampleResponse]:
+        if batch[0].params.seed is not None:
+            self._generator.manual_seed(batch[0].params.seed)
+        owner = [k for k, request in enumerate(batch) for _ in range(request.n)]
+        prompts = [batch[k].prompt for k in owner]
+        rules = [self._stop_rules(request.params) for request in batch]
+        limits = [batch[k].params.max_tokens or 256 for k in owner]
+        rows = len(owner)
+        self.batch_rows.append(rows)
+        # The prompts' shared prefix (system prompt, examples) is computed once and its KV cache repeated
+        # for every row; each row's own suffix follows, left-padded, so every row ends at the same column.
+        shared = _shared_prefix(prompts) if rows > 1 else 0
+        cache = None
+        if shared:
+            head = self.model(input_ids=torch.tensor([prompts[0][:shared]]), use_cache=True)
+            cache = head.past_key_values
+            cache.batch_repeat_interleave(rows)
+        suffixes = [p[shared:] for p in prompts]
+        width = max(len(s) for s in suffixes)
+        ids = torch.zeros((rows, width), dtype=torch.long)
+        own = torch.zeros((rows, width), dtype=torch.long)
+        for i, suffix in enumerate(suffixes):
+            ids[i, width - len(suffix) :] = torch.tensor(suffix)
+            own[i, width - len(suffix) :] = 1
+        positions = shared + (own.cumsum(-1) - 1).clamp(min=0)
+        mask = torch.cat([torch.ones((rows, shared), dtype=torch.long), own], dim=-1)
+        groups = [torch.tensor([i for i, k in enumerate(owner) if k == g]) for g in range(len(batch))]
+        out: list[list[int]] = [[] for _ in range(rows)]
+        lps: list[list[float]] = [[] for _ in range(rows)]
+        done = [False] * rows
+        reasons: list[types.StopReason] = ["length"] * rows
+        result = self.model(
+            input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
+        )
+        for _ in range(max(limits)):
+            logits = result.logits[:, -1, :].float()
+            logp = torch.empty_like(logits)
+            for g, index in enumerate(groups):
+                logp[index] = _sampling_logprobs(logits[index], batch[g].params)
             picked = torch.multinomial(logp.exp(), 1, generator=self._generator).squeeze(-1)
-            for i in range(n):
+            for i in range(rows):
                 if done[i]:
                     continue
                 token = int(picked[i])
                 out[i].append(token)
                 lps[i].append(float(logp[i, token]))
+                stop_ids, stop_texts = rules[owner[i]]
                 if token in stop_ids or (
                     stop_texts and any(s in self.tokenizer.decode(out[i]) for s in stop_texts)
                 ):
                     done[i], reasons[i] = True, "stop"
+                elif len(out[i]) >= limits[i]:
+                    done[i] = True
             if all(done):
                 break
-            seqs = torch.cat([seqs, picked.unsqueeze(-1)], dim=-1)
-        sequences = [
-            types.SampledSequence(
-                stop_reason=reasons[i],
-                sequence_id=uuid.uuid4().hex,
-                _tokens_list=out[i],
-                _logprobs_list=lps[i],
+            mask = torch.cat([mask, torch.ones((rows, 1), dtype=torch.long)], dim=-1)
+            positions = positions[:, -1:] + 1
+            result = self.model(
+                input_ids=picked.unsqueeze(-1),
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=result.past_key_values,
+                use_cache=True,
             )
-            for i in range(n)
-        ]
         if self.service.record_history:
-            self.service.sample_history.extend((list(prompt), out[i], lps[i]) for i in range(n))
-        return types.SampleResponse(sequences=sequences)
+            self.service.sample_history.extend((prompts[i], out[i], lps[i]) for i in range(rows))
+        responses = []
+        for index in groups:
+            sequences = [
+                types.SampledSequence(
+                    stop_reason=reasons[i],
+                    sequence_id=uuid.uuid4().hex,
+                    _tokens_list=out[i],
+                    _logprobs_list=lps[i],
+                )
+                for i in index.tolist()
+            ]
+            responses.append(types.SampleResponse(sequences=sequences))
+        return responses
+
+
+def _shared_prefix(prompts: list[list[int]], minimum: int = 8) -> int:
+    """Length of the prefix all ``prompts`` share, leaving each at least one own token (0 if < minimum)."""
+    limit = min(len(p) for p in prompts) - 1
+    length = 0
+    while length < limit and all(p[length] == prompts[0][length] for p in prompts):
+        length += 1
+    return length if length >= minimum else 0
 
 
 def _sampling_logprobs(logits: torch.Tensor, params: types.SamplingParams) -> torch.Tensor:

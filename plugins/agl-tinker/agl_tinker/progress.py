@@ -1,13 +1,16 @@
-"""Per-step progress (rich live table on a TTY, log lines otherwise) and the run folder's metrics files."""
+"""Per-step progress (rich live table on a TTY, log lines otherwise) and the run folder's metrics files.
+
+Built on the core's shared helpers in :mod:`agl_core.reporting`.
+"""
 
 from __future__ import annotations
 
-import json
 import logging
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from agl_core.reporting import ProgressTable, RewardCurve, plot_reward_curves, read_jsonl
 
 __all__ = ["MetricsLog", "ProgressView", "plot_rewards"]
 
@@ -23,55 +26,29 @@ _COLUMNS = (
 )
 
 
-def _cell(metrics: dict[str, Any], key: str, fmt: str) -> str:
-    value = metrics.get(key)
-    return "-" if value is None else fmt.format(value)
-
-
-class ProgressView:
-    """Shows one row per training step; ``enabled=None`` picks the live view only on a TTY."""
+class ProgressView(ProgressTable):
+    """One row per training step (the last 20 on screen); ``enabled=None``: a live table only on a TTY."""
 
     def __init__(self, total_steps: int, enabled: bool | None = None) -> None:
+        super().__init__(
+            total_steps,
+            _COLUMNS,
+            title="agl-tinker: {done}/{total} steps",
+            live=enabled,
+            refresh_per_second=4,
+            max_rows=20,
+        )
         self.total_steps = total_steps
-        self.live_view = sys.stderr.isatty() if enabled is None else enabled
-        self._rows: list[dict[str, Any]] = []
-        self._live: Any = None
 
-    def __enter__(self) -> ProgressView:
-        if self.live_view:
-            from rich.live import Live
+    @property
+    def live_view(self) -> bool:
+        """Whether the live table is drawn (otherwise each step is a log line)."""
+        return self.live
 
-            self._live = Live(self._table(), refresh_per_second=4, transient=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.__exit__(None, None, None)
-            self._live = None
-
-    def _table(self) -> Any:
-        from rich.table import Table
-
-        table = Table(title=f"agl-tinker: {len(self._rows)}/{self.total_steps} steps")
-        for _, title, _ in _COLUMNS:
-            table.add_column(title, justify="right")
-        for row in self._rows[-20:]:
-            table.add_row(*(_cell(row, key, fmt) for key, _, fmt in _COLUMNS))
-        return table
-
-    def update(self, metrics: dict[str, Any]) -> None:
-        """Show the metrics of one finished step."""
-        self._rows.append(metrics)
-        if self._live is not None:
-            self._live.update(self._table())
-        else:
-            logger.info(
-                "tinker step %s/%s: %s",
-                metrics.get("step"),
-                self.total_steps,
-                " ".join(f"{title}={_cell(metrics, key, fmt)}" for key, title, fmt in _COLUMNS[1:]),
-            )
+    def log_row(self, row: dict[str, Any]) -> None:
+        """One INFO line per step when there is no live table."""
+        if not self.live:
+            logger.info("tinker step %s/%s: %s", row.get("step"), self.total_steps, self.cells(row, skip=1))
 
 
 class MetricsLog:
@@ -101,41 +78,16 @@ class MetricsLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every step logged so far (resumed runs included)."""
-        if not self.path.is_file():
-            return []
-        return [
-            json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()
-        ]
+        return read_jsonl(self.path)
 
 
 def plot_rewards(rows: list[dict[str, Any]], path: Path) -> Path | None:
     """Save the reward curve (mean with a ±std band) as a PNG; None when there is nothing to plot."""
-    points = [
-        (r["step"], r["reward_mean"], r.get("reward_std") or 0.0)
-        for r in rows
-        if r.get("reward_mean") is not None
-    ]
-    if not points:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    steps, means, stds = zip(*points, strict=True)
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, means, marker="o", label="reward mean")
-    ax.fill_between(
-        steps,
-        [m - s for m, s in zip(means, stds, strict=True)],
-        [m + s for m, s in zip(means, stds, strict=True)],
-        alpha=0.2,
+    points = [r for r in rows if r.get("reward_mean") is not None]
+    curve = RewardCurve(
+        "reward mean",
+        [r["step"] for r in points],
+        [r["reward_mean"] for r in points],
+        spread=[r.get("reward_std") or 0.0 for r in points],
     )
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward")
-    ax.set_title("agl-tinker reward")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return plot_reward_curves(path, [curve], xlabel="step", title="agl-tinker reward")

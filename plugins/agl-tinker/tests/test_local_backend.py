@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,27 @@ async def test_each_loss_fn_gives_on_policy_logprobs_and_moves_the_weights(
     trained = output.loss_fn_outputs[0]["logprobs"].tolist()[-len(seq.tokens) :]
     assert trained == pytest.approx(seq.logprobs, abs=1e-4)  # the sampler and the trainer agree
     assert any(not torch.equal(before[n], p) for n, p in _weights(client).items())
+
+
+async def test_concurrent_samples_are_batched_and_keep_exact_logprobs(client: LocalTrainingClient) -> None:
+    sampler = await client.save_weights_and_get_sampling_client()
+    prefix = "Reply with the digits of the number "  # a shared prefix of different-length prompts
+    prompts = [client.tokenizer.encode(prefix + word) for word in ("seven", "forty-two", "1", "one hundred")]
+    params = types.SamplingParams(max_tokens=6, temperature=1.0)
+    responses = await asyncio.gather(
+        *(sampler.sample(types.ModelInput.from_ints(p), 2, params) for p in prompts)
+    )
+    assert sum(sampler.batch_rows) == 8 and len(sampler.batch_rows) < 4  # calls shared forward passes
+    data, expected = [], []
+    for prompt, response in zip(prompts, responses, strict=True):
+        assert len(response.sequences) == 2
+        for seq in response.sequences:
+            data.append(datum_from_call(prompt, seq.tokens, seq.logprobs, 1.0, "importance_sampling"))
+            expected.append(seq.logprobs)
+    output = await client.forward_backward(data, "importance_sampling")
+    for out, logprobs in zip(output.loss_fn_outputs, expected, strict=True):
+        trained = out["logprobs"].tolist()[-len(logprobs) :]
+        assert trained == pytest.approx(logprobs, abs=1e-4)  # padding and the shared prefix change nothing
 
 
 async def test_unsupported_loss_fn_is_refused(client: LocalTrainingClient) -> None:

@@ -6,9 +6,13 @@
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.4.0"
+try:
+    __version__ = version("agl-unsloth")  # one source: agl_core/__init__.py, through the build metadata
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
 
 __all__ = ["SFT", "__version__"]
 

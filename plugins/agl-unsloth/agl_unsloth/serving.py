@@ -12,6 +12,7 @@ import asyncio
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,15 @@ def vllm_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _shared_prefix(prompts: list[list[int]], minimum: int = 8) -> int:
+    """Length of the prefix all ``prompts`` share, leaving each at least one own token (0 if < minimum)."""
+    limit = min(len(p) for p in prompts) - 1
+    length = 0
+    while length < limit and all(p[length] == prompts[0][length] for p in prompts):
+        length += 1
+    return length if length >= minimum else 0
+
+
 def resolve_serving(serving: str, engine: str) -> str:
     """``auto`` -> ``vllm`` when the engine is unsloth (GPU) and vLLM is usable, else ``transformers``.
 
@@ -46,12 +56,27 @@ def resolve_serving(serving: str, engine: str) -> str:
     return serving
 
 
+@dataclass
+class _GenerationRequest:
+    """One waiting request of :class:`TransformersChatBackend` and, once generated, its choices."""
+
+    prompt: list[int]
+    n: int
+    max_new: int
+    temperature: float
+    choices: list[dict[str, Any]] = field(default_factory=list)
+    future: asyncio.Future[list[dict[str, Any]]] | None = None
+
+
 class TransformersChatBackend:
     """An in-process OpenAI chat backend on a transformers causal LM (sampling, token ids, logprobs).
 
     :meth:`load` swaps in new weights (a folder saved with ``save_pretrained``) between iterations;
-    generation runs in a worker thread under a lock so the event loop stays free.
+    generation runs in worker threads under a lock so the event loop stays free, and requests that
+    arrive together are generated as one batch (KV cache on, as ``generate`` does by default).
     """
+
+    max_batch_rows: int = 64
 
     def __init__(
         self,
@@ -69,6 +94,8 @@ class TransformersChatBackend:
         self.temperature = temperature
         self.device = device
         self._lock = threading.Lock()
+        self._pending: list[_GenerationRequest] = []
+        self._drainer: asyncio.Future[None] | None = None
         self._calls = 0
         self._seed = seed
         self.model_dir = Path(model_dir)
@@ -97,40 +124,101 @@ class TransformersChatBackend:
             ids = ids["input_ids"]
         return [int(t) for t in ids]
 
-    def _generate(self, prompt: list[int], n: int, max_new: int, temperature: float) -> list[dict[str, Any]]:
+    async def _submit(
+        self, prompt: list[int], n: int, max_new: int, temperature: float
+    ) -> list[dict[str, Any]]:
+        """Generate for one request, batched with the requests that wait at the same time.
+
+        Requests queue up while a batch generates (in a worker thread); the next batch takes every
+        waiting request, up to ``max_batch_rows`` sequences.
+        """
+        request = _GenerationRequest(prompt, n, max_new, temperature)
+        request.future = asyncio.get_running_loop().create_future()
+        self._pending.append(request)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.ensure_future(self._drain())
+        return await request.future
+
+    async def _drain(self) -> None:
+        while self._pending:
+            batch: list[_GenerationRequest] = []
+            rows = 0
+            while self._pending and (not batch or rows + self._pending[0].n <= self.max_batch_rows):
+                rows += self._pending[0].n
+                batch.append(self._pending.pop(0))
+            try:
+                await asyncio.to_thread(self._generate_locked, batch)
+            except Exception as exc:  # every request of the batch gets the error
+                for request in batch:
+                    if not request.future.done():
+                        request.future.set_exception(exc)
+                continue
+            for request in batch:
+                if not request.future.done():
+                    request.future.set_result(request.choices)
+
+    def _generate_locked(self, batch: list[_GenerationRequest]) -> None:
+        with self._lock:
+            self._generate_batch(batch)
+
+    def _generate_batch(self, batch: list[_GenerationRequest]) -> None:
         import torch
 
-        with self._lock:
-            lm, tok = self._lm, self.tokenizer
+        lm, tok = self._lm, self.tokenizer
+        eos = tok.eos_token_id
+        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+        for temperature in sorted({r.temperature for r in batch}):
+            group = [r for r in batch if r.temperature == temperature]
+            prompts = [r.prompt for r in group for _ in range(r.n)]
+            rows = len(prompts)
+            # The shared prefix (system prompt, examples) is computed once and its KV cache repeated per
+            # row; each row's own suffix follows, left-padded, so generation continues every row at the end.
+            shared = _shared_prefix(prompts) if rows > 1 else 0
+            cache = None
+            if shared:
+                with torch.no_grad():
+                    head = lm(
+                        input_ids=torch.tensor([prompts[0][:shared]], device=self.device), use_cache=True
+                    )
+                cache = head.past_key_values
+                cache.batch_repeat_interleave(rows)
+            width = max(len(p) for p in prompts) - shared
+            ids = torch.full((rows, shared + width), pad, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for i, prompt in enumerate(prompts):
+                ids[i, :shared] = torch.tensor(prompt[:shared], dtype=torch.long)
+                mask[i, :shared] = 1
+                ids[i, shared + width - (len(prompt) - shared) :] = torch.tensor(prompt[shared:])
+                mask[i, shared + width - (len(prompt) - shared) :] = 1
+            width += shared
             self._calls += 1
             torch.manual_seed(self._seed + self._calls)
-            inputs = torch.tensor([prompt] * n, device=self.device)
             with torch.no_grad():
                 out = lm.generate(
-                    inputs,
-                    attention_mask=torch.ones_like(inputs),
+                    ids.to(self.device),
+                    attention_mask=mask.to(self.device),
+                    past_key_values=cache,
                     do_sample=temperature > 0,
                     temperature=temperature if temperature > 0 else None,
                     top_k=0,
                     top_p=1.0,
-                    max_new_tokens=max_new,
-                    eos_token_id=tok.eos_token_id,
-                    pad_token_id=tok.pad_token_id,
+                    max_new_tokens=max(r.max_new for r in group),
+                    eos_token_id=eos,
+                    pad_token_id=pad,
                     return_dict_in_generate=True,
                     output_scores=True,
                 )
             scores = lm.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
-        choices = []
-        for row, lps in zip(out.sequences[:, len(prompt) :].tolist(), scores.tolist(), strict=True):
-            end = row.index(tok.eos_token_id) + 1 if tok.eos_token_id in row else len(row)
-            choices.append(
-                {
-                    "ids": row[:end],
-                    "logprobs": lps[:end],
-                    "stop": end < len(row) or row[-1:] == [tok.eos_token_id],
-                }
-            )
-        return choices
+            rows = zip(out.sequences[:, width:].tolist(), scores.tolist(), strict=True)
+            for request in group:
+                request.choices = []
+                for _ in range(request.n):
+                    row, lps = next(rows)
+                    row, lps = row[: request.max_new], lps[: request.max_new]
+                    end = row.index(eos) + 1 if eos in row else len(row)
+                    request.choices.append(
+                        {"ids": row[:end], "logprobs": lps[:end], "stop": row[end - 1 : end] == [eos]}
+                    )
 
     async def chat_completions(self, request: dict[str, Any]) -> dict[str, Any]:
         """Answer one chat completion request (``n`` choices) with token ids and logprobs."""
@@ -139,7 +227,7 @@ class TransformersChatBackend:
         limit = request.get("max_completion_tokens") or request.get("max_tokens") or self.max_tokens
         temperature = request.get("temperature")
         temp = self.temperature if temperature is None else float(temperature)
-        raw = await asyncio.to_thread(self._generate, prompt, n, int(min(limit, self.max_tokens)), temp)
+        raw = await self._submit(prompt, n, int(min(limit, self.max_tokens)), temp)
         eos = self.tokenizer.eos_token_id
         choices = []
         for index, c in enumerate(raw):
@@ -205,6 +293,10 @@ class VllmChatBackend(TransformersChatBackend):
             )
             self.model_dir = Path(model_dir)
 
+    def _generate_batch(self, batch: list[_GenerationRequest]) -> None:
+        for request in batch:
+            request.choices = self._generate(request.prompt, request.n, request.max_new, request.temperature)
+
     def _generate(self, prompt: list[int], n: int, max_new: int, temperature: float) -> list[dict[str, Any]]:
         from vllm import SamplingParams
 
@@ -212,9 +304,8 @@ class VllmChatBackend(TransformersChatBackend):
         params = SamplingParams(
             n=n, max_tokens=max_new, temperature=temperature, logprobs=0, stop_token_ids=[eos], seed=None
         )
-        with self._lock:
-            self._calls += 1
-            (result,) = self._lm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
+        self._calls += 1  # called under self._lock (from _generate_locked)
+        (result,) = self._lm.generate([{"prompt_token_ids": prompt}], params, use_tqdm=False)
         choices = []
         for out in result.outputs:
             ids = list(out.token_ids)

@@ -13,6 +13,10 @@ if TYPE_CHECKING:
 REQUIRES = ["verl>=0.9,<0.10"]
 
 
+AGL_PLUGIN_API_VERSION = 1
+"""The agl plugin contract version these hooks are built for (see `agl plugins check`)."""
+
+
 @hookimpl
 def agl_register_algorithms(registry: Registry[Any]) -> None:
     """Register ``verl`` (:class:`agl_verl.algorithm.VERL`), imported only when it is first used."""

@@ -49,6 +49,20 @@ def test_rollouts_view_lists_sorts_filters_and_pages(watched: PageWatch, screens
     assert_clean(watched)
 
 
+def test_mode_filter_keeps_only_that_mode(watched: PageWatch) -> None:
+    page = watched.page
+    page.goto("/")
+    expect(page.locator("#rollouts tbody tr").first).to_be_visible()
+    page.select_option("#filter-mode", "train")
+    # by the server where it knows mode_in (then the pager counts only that mode), else on the page
+    summary = re.compile("status/mode/id filters|page match mode")
+    expect(page.locator("#rollouts-summary")).to_contain_text(summary)
+    modes = page.locator("#rollouts tbody tr td:nth-child(3)").all_inner_texts()
+    assert modes and set(modes) == {"train"}, modes
+    page.select_option("#filter-mode", "")
+    assert_clean(watched)
+
+
 def test_click_rollout_attempt_span_llm_call(watched: PageWatch, screenshot_dir: Path) -> None:
     page = watched.page
     page.goto("/#/rollouts")
@@ -168,6 +182,11 @@ def test_workers_view(watched: PageWatch, screenshot_dir: Path) -> None:
     page = watched.page
     page.goto("/#/workers")
     expect(page.locator("#workers tbody tr").first).to_be_visible()
+    # the training loop's runners finished rollouts: a worker shows a positive rate and finished attempts
+    rates = page.locator("#workers td.throughput").all_inner_texts()
+    assert any(re.fullmatch(r"\d+(\.\d+)?(e[+-]?\d+)?", r) and float(r) > 0 for r in rates), rates
+    finished = [int(n) for n in page.locator("#workers td.finished").all_inner_texts()]
+    assert sum(finished) > 0
     page.screenshot(path=str(screenshot_dir / "workers.png"))
     assert_clean(watched)
 

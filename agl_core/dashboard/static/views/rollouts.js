@@ -1,4 +1,5 @@
-// Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/id filters, sorting, paging).
+// Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/mode/id filters, sorting,
+// paging). Text in the input is matched on the page shown (the store API has no filter on input).
 import { get, newestRollouts } from "../api.js";
 import { badge, fmtDuration, fmtNumber, fmtTime, h, replace, routeLink } from "../dom.js";
 import { rewardsOf } from "../rewards.js";
@@ -15,6 +16,18 @@ const PAGE_SIZES = [10, 25, 50, 100, 200];
 // sortBy "" keeps the store's own order (creation order, served from its primary key: fast on any size).
 const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "", order: "desc",
   offset: 0, limit: 50 };
+
+// Whether the server filters by mode (`mode_in`, in the store API since agl 0.4); read once from its
+// OpenAPI document. A server without it gets the mode matched on the page shown instead.
+let serverModeFilter = null;
+async function modeFilterOnServer() {
+  if (serverModeFilter === null) {
+    const doc = await get("/openapi.json");
+    const params = doc.paths?.["/v1/agl/rollouts"]?.get?.parameters ?? [];
+    serverModeFilter = params.some((p) => p.name === "mode_in");
+  }
+  return serverModeFilter;
+}
 
 function inputText(input) {
   if (typeof input === "string") return input;
@@ -116,16 +129,25 @@ export async function mount(container) {
   let generation = 0;
   async function load() {
     const mine = ++generation;
+    const modeOnServer = await modeFilterOnServer();
     const filters = { status_in: state.status, rollout_id_contains: state.idContains };
+    if (modeOnServer && state.mode) filters.mode_in = [state.mode];
     const [page, stats] = await Promise.all([fetchPage(filters), get("/statistics")]);
     if (mine !== generation) return;
     total = page.total;
     let rows = page.items;
-    if (state.mode) rows = rows.filter((r) => r.mode === state.mode);
-    if (state.inputContains) rows = rows.filter((r) => inputText(r.input).toLowerCase().includes(state.inputContains));
+    const onPage = [];
+    if (state.mode && !modeOnServer) {
+      rows = rows.filter((r) => r.mode === state.mode);
+      onPage.push("mode");
+    }
+    if (state.inputContains) {
+      rows = rows.filter((r) => inputText(r.input).toLowerCase().includes(state.inputContains));
+      onPage.push("input");
+    }
     summary.textContent = `${stats.total_rollouts} rollouts in the store · ${stats.total_spans} spans · ` +
-      `${page.total} match the status/id filters` +
-      (state.mode || state.inputContains ? ` · ${rows.length} of this page match mode/input` : "");
+      `${page.total} match the ${modeOnServer ? "status/mode/id" : "status/id"} filters` +
+      (onPage.length ? ` · ${rows.length} of this page match ${onPage.join("/")}` : "");
     const last = Math.min(state.offset + page.items.length, page.total);
     pageInfo.textContent = page.total ? `${state.offset + 1}–${last} of ${page.total}` : "no rollouts";
     prev.disabled = state.offset === 0;

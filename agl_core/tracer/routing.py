@@ -66,8 +66,8 @@ class _ActiveTracer(trace_api.Tracer):
             set_status_on_exception=set_status_on_exception,
         )
 
-    @contextmanager  # type: ignore[override]
-    def start_as_current_span(
+    @contextmanager
+    def start_as_current_span(  # type: ignore[override]
         self,
         name: str,
         context: Context | None = None,

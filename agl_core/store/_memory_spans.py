@@ -1,0 +1,135 @@
+"""Compact span storage of `InMemoryLightningStore`.
+
+A `Span` object as callers build it costs about 1.9 KB before its own data: the instance, its
+``__dict__`` of 16 fields (a 464-byte dict), its own ``__pydantic_fields_set__`` (a set of 16 names,
+about 1.2 KB, the largest part) and an empty ``__pydantic_extra__`` dict. The store keeps instead only
+the field values, in a *split* dict (CPython stores the 16 keys once for all such dicts: about 230
+bytes), with the rollout and attempt ids replaced by the store's own strings. A span that has extra
+fields or not every field set is kept as ``(values, fields_set, extra)`` with one shared fields-set
+object per distinct set of names. Spans of a subclass of `Span`, or with private attributes, are kept
+as given.
+
+`unpack` wraps the stored values in a new `Span` on every read (cheap: no copy), so reassigning a field
+of the span given to `add_span` no longer changes the stored copy. Returned spans share their values
+with the store, like every object the store returns: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from agl_core.types import Span
+
+__all__ = ["SpanPacker", "StoredSpan", "stored_attempt_id", "unpack", "unpack_spans"]
+
+StoredSpan = dict[str, Any] | tuple[dict[str, Any], set[str], dict[str, Any] | None] | Span
+"""What the store keeps per span: its values, the values with their fields-set and extras, or the span."""
+
+_FIELDS: tuple[str, ...] = tuple(Span.model_fields)
+_COUNT = len(_FIELDS)
+
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+class _SpanValues:
+    """Its instances' ``__dict__`` is a split dict: the field names are stored once, in the class."""
+
+    def __init__(self, values: dict[str, Any], rollout_id: str, attempt_id: str) -> None:
+        # Every instance assigns the same names in the same order, which keeps its dict split.
+        self.rollout_id = rollout_id
+        self.attempt_id = attempt_id
+        self.sequence_id = values["sequence_id"]
+        self.trace_id = values["trace_id"]
+        self.span_id = values["span_id"]
+        self.parent_id = values["parent_id"]
+        self.name = values["name"]
+        self.status = values["status"]
+        self.attributes = values["attributes"]
+        self.events = values["events"]
+        self.links = values["links"]
+        self.start_time = values["start_time"]
+        self.end_time = values["end_time"]
+        self.context = values["context"]
+        self.parent = values["parent"]
+        self.resource = values["resource"]
+
+
+if tuple(vars(_SpanValues(dict.fromkeys(_FIELDS), "", ""))) != _FIELDS:  # Span's fields changed
+    raise ImportError("agl_core.store._memory_spans: update _SpanValues to the fields of Span")
+
+_ALL_FIELDS: set[str] = set(_FIELDS)  # the fields-set of every span stored as plain values
+
+
+class SpanPacker:
+    """Turns spans into what the store keeps, sharing one fields-set per distinct set of names."""
+
+    __slots__ = ("_fields_sets",)
+
+    def __init__(self) -> None:
+        self._fields_sets: dict[frozenset[str], set[str]] = {}
+
+    def pack(self, span: Span, rollout_id: str, attempt_id: str) -> StoredSpan:
+        """The stored form of `span`, using the store's own `rollout_id`/`attempt_id` strings."""
+        if span.__class__ is not Span or span.__pydantic_private__:
+            return span
+        values = span.__dict__
+        if len(values) != _COUNT:
+            return span
+        try:
+            stored = vars(_SpanValues(values, rollout_id, attempt_id))
+        except KeyError:
+            return span
+        names = span.__pydantic_fields_set__
+        extra = span.__pydantic_extra__
+        if not extra and names == _ALL_FIELDS:
+            return stored
+        key = frozenset(names)
+        shared = self._fields_sets.get(key)
+        if shared is None:
+            shared = self._fields_sets[key] = set(key)
+        return (stored, shared, dict(extra) if extra else None)
+
+
+def unpack(stored: StoredSpan) -> Span:
+    """A `Span` equal to the one that was packed (a span kept as given is returned as is)."""
+    cls = stored.__class__
+    if cls is dict:
+        span = _new(Span)
+        _set_dict(span, stored)
+        _set_fields(span, _ALL_FIELDS)
+        _set_extra(span, {})
+        _set_private(span, None)
+        return span
+    if cls is tuple:
+        values, names, extra = stored  # type: ignore[misc]
+        span = _new(Span)
+        _set_dict(span, values)
+        # A caller setting an unknown attribute adds its name to the fields-set: give each its own.
+        _set_fields(span, set(names))
+        _set_extra(span, {} if extra is None else dict(extra))
+        _set_private(span, None)
+        return span
+    return stored  # type: ignore[return-value]
+
+
+def stored_attempt_id(stored: StoredSpan) -> str:
+    """The attempt id of a stored span."""
+    cls = stored.__class__
+    if cls is dict:
+        return stored["attempt_id"]  # type: ignore[index,no-any-return]
+    if cls is tuple:
+        return stored[0]["attempt_id"]  # type: ignore[index,no-any-return]
+    return stored.attempt_id  # type: ignore[union-attr]
+
+
+def unpack_spans(stored: list[StoredSpan], attempt_id: str | None) -> list[Span]:
+    """Spans for the stored ones (all, or only those of `attempt_id`), in stored order."""
+    if attempt_id is None:
+        return [unpack(item) for item in stored]
+    return [unpack(item) for item in stored if stored_attempt_id(item) == attempt_id]
