@@ -204,6 +204,18 @@ def _plain(rollout: Rollout) -> Rollout:
     return rollout
 
 
+def _page_sort(
+    model: type[Any], sort_by: str | None, sort_order: str, limit: int, offset: int
+) -> SortOptions | None:
+    """Check a query's page and sort arguments; the collections' sort options (None: insertion order)."""
+    validate_pagination(limit, offset)
+    order = validate_sort_order(sort_order)
+    if sort_by is None:
+        return None
+    sort_key_for(sort_by, model)
+    return {"name": sort_by, "order": order}
+
+
 class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
     """A `LightningStore` whose state lives in a `LightningCollections` (see the module docstring).
 
@@ -605,12 +617,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             conditions["rollout_id"] = rollout_id_ops
         if conditions:
             conditions["_aggregate"] = aggregate
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        sort: SortOptions | None = None
-        if sort_by is not None:
-            sort_key_for(sort_by, Rollout)
-            sort = {"name": sort_by, "order": order}
+        sort = _page_sort(Rollout, sort_by, sort_order, limit, offset)
         async with self._read() as c:
             page = await c.rollouts.query(conditions or None, sort, limit, offset)
             items = [_as_attempted(r, await self._latest(c, r.rollout_id)) for r in page]
@@ -627,12 +634,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
         offset: int = 0,
     ) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        sort: SortOptions | None = None
-        if sort_by is not None:
-            sort_key_for(sort_by, Attempt)
-            sort = {"name": sort_by, "order": order}
+        sort = _page_sort(Attempt, sort_by, sort_order, limit, offset)
         async with self._read() as c:
             return await c.attempts.query(
                 _id_filter("rollout_id", rollout_id), sort or _BY_SEQUENCE, limit, offset
@@ -908,12 +910,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
                 ops["contains"] = check_optional_str(f"{field}_contains", contains)
             if ops:
                 conditions[field] = ops
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        sort: SortOptions | None = None
-        if sort_by is not None:
-            sort_key_for(sort_by, Span)
-            sort = {"name": sort_by, "order": order}
+        sort = _page_sort(Span, sort_by, sort_order, limit, offset)
         async with self._read() as c:
             if attempt_id == "latest":
                 latest = await self._latest(c, rollout_id)
@@ -1009,12 +1006,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             ops["exact"] = check_optional_str("resources_id", resources_id)
         if resources_id_contains is not None:
             ops["contains"] = check_optional_str("resources_id_contains", resources_id_contains)
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        sort: SortOptions | None = None
-        if sort_by is not None:
-            sort_key_for(sort_by, ResourcesUpdate)
-            sort = {"name": sort_by, "order": order}
+        sort = _page_sort(ResourcesUpdate, sort_by, sort_order, limit, offset)
         async with self._read() as c:
             return await c.resources.query({"resources_id": ops} if ops else None, sort, limit, offset)
 
@@ -1046,12 +1038,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             }
         if conditions:
             conditions["_aggregate"] = aggregate
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        sort: SortOptions | None = None
-        if sort_by is not None:
-            sort_key_for(sort_by, Worker)
-            sort = {"name": sort_by, "order": order}
+        sort = _page_sort(Worker, sort_by, sort_order, limit, offset)
         async with self._read() as c:
             return await c.workers.query(conditions or None, sort, limit, offset)
 
