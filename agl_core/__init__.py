@@ -202,10 +202,10 @@ def __getattr__(name: str) -> Any:
         return value
     if name in _NOT_PROVIDED:
         return getattr(importlib.import_module(_NOT_PROVIDED[name]), name)  # raises NotProvidedError
-    module_name = _LAZY.get(name)
-    if module_name is None:
+    lazy_module = _LAZY.get(name)
+    if lazy_module is None:
         raise AttributeError(f"module 'agl_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
+    value = getattr(importlib.import_module(lazy_module), name)
     globals()[name] = value
     return value
 

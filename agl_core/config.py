@@ -67,8 +67,8 @@ def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
         annotation = args[0] if len(args) == 1 else annotation
         origin = typing.get_origin(annotation)
     if origin in (list, typing.List):  # noqa: UP006 - typing.List is what older annotations give
-        args = typing.get_args(annotation)
-        return (args[0] if args else str), optional, True
+        item_args = typing.get_args(annotation)
+        return (item_args[0] if item_args else str), optional, True
     return annotation, optional, False
 
 
@@ -82,7 +82,7 @@ def _converter(core: Any, optional: bool) -> Callable[[str], Any]:
     return str
 
 
-def _add_class_arguments(parser: argparse.ArgumentParser, cls: type) -> dict[str, str]:
+def _add_class_arguments(parser: argparse.ArgumentParser, cls: type[Any]) -> dict[str, str]:
     """Add ``cls``'s flags; returns parameter name -> argparse dest."""
     try:
         hints = typing.get_type_hints(cls.__init__)

@@ -68,7 +68,8 @@ class AglUserError(click.ClickException):
         super().__init__(message)
         self.hint = hint
         if exit_code is not None:
-            self.exit_code = int(exit_code)
+            # click types exit_code as a ClassVar, yet only ever reads it from the raised instance
+            self.exit_code = int(exit_code)  # type: ignore[misc]
 
     def show(self, file: IO[Any] | None = None) -> None:
         """Print ``agl: error: ...`` and the hint to stderr."""

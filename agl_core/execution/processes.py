@@ -81,7 +81,8 @@ class ProcessGroup:
 
     def spawn(self, target: Callable[..., Any], args: tuple[Any, ...], name: str) -> BaseProcess:
         """Start ``target(*args)`` in a new process."""
-        process = self.ctx.Process(target=target, args=args, name=name, daemon=False)  # type: ignore[attr-defined]
+        # typeshed's BaseContext has no Process (only its concrete subclasses declare it)
+        process: BaseProcess = self.ctx.Process(target=target, args=args, name=name, daemon=False)  # type: ignore[attr-defined]
         process.start()
         self.processes.append(process)
         logger.debug("Started %s (pid %s).", name, process.pid)
@@ -132,7 +133,8 @@ class ProcessGroup:
 
     def kill_now(self, timeout: float = 5.0) -> None:
         """Last resort (a second Ctrl-C): SIGTERM, then SIGKILL, each waited on for ``timeout`` seconds."""
-        for action in (lambda p: p.terminate(), lambda p: p.kill()):
+        actions: tuple[Callable[[BaseProcess], None], ...] = (lambda p: p.terminate(), lambda p: p.kill())
+        for action in actions:
             survivors = self.alive()
             if not survivors:
                 return
