@@ -269,8 +269,8 @@ class TraceTree:
         ]
         while stack:
             node, agent, in_reward, in_llm = stack.pop()
-            candidate = not node.virtual and agent is not None and in_reward is not True
-            if candidate and pattern.search(node.span.name):
+            candidate = not node.virtual and in_reward is not True
+            if candidate and agent is not None and pattern.search(node.span.name):
                 response_id = _genai.response_id(node.span)
                 nested_twin = response_id is None and in_llm is True
                 if not nested_twin and (response_id is None or response_id not in seen):

@@ -26,7 +26,7 @@ DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 @click.group(name="store", invoke_without_command=True)
 @legacy_store_options
 @click.pass_context
-def store_group(ctx: click.Context, **legacy_options: Any) -> None:
+def store_group(ctx: click.Context, /, **legacy_options: Any) -> None:
     """Run and inspect the LightningStore server.
 
     Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``).

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 import click
 
@@ -47,6 +47,7 @@ class JsonlWriter:
 
     def __init__(self, path: Path, resume_at: int | None) -> None:
         self._pending = 0
+        self._file: IO[bytes]
         if resume_at is None:
             self._file = path.open("wb")
         else:

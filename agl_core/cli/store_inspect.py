@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from agl_core.store.base import LightningStore
+
+if TYPE_CHECKING:
+    from agl_core.types.status import RolloutStatus
 
 __all__ = ["PAGE_SIZE", "add_inspection_commands", "iter_rollouts", "open_store_for_reading", "store_option"]
 
@@ -54,8 +57,10 @@ async def iter_rollouts(
     the ones already seen and an interrupted walk can resume at the index it reached.
     """
     offset = start
+    # the statuses are the user's words: the store checks them and names one it does not know
+    statuses = cast("list[RolloutStatus] | None", status_in or None)
     while True:
-        page = await store.query_rollouts(status_in=status_in or None, limit=PAGE_SIZE, offset=offset)
+        page = await store.query_rollouts(status_in=statuses, limit=PAGE_SIZE, offset=offset)
         for i, rollout in enumerate(page.items):
             yield offset + i, page.total, rollout
         offset += len(page.items)

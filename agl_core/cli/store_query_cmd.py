@@ -6,11 +6,14 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from agl_core.cli.store_inspect import open_store_for_reading, store_option
+
+if TYPE_CHECKING:
+    from agl_core.types.status import RolloutStatus, WorkerStatus
 
 __all__ = ["ls_command", "show_command"]
 
@@ -63,26 +66,32 @@ async def _list(
     uri: str, kind: str, status: list[str], limit: int, rollout_id: str | None, attempt: str
 ) -> Any:
     store = open_store_for_reading(uri)
+    # the statuses are the user's words: the store checks them and names one it does not know
     try:
         if kind == "rollouts":
-            page = await store.query_rollouts(
-                status_in=status or None, sort_by="start_time", sort_order="desc", limit=limit
+            rollouts = await store.query_rollouts(
+                status_in=cast("list[RolloutStatus] | None", status or None),
+                sort_by="start_time",
+                sort_order="desc",
+                limit=limit,
             )
-            return page.items, page.total
+            return rollouts.items, rollouts.total
         if kind == "workers":
-            page = await store.query_workers(status_in=status or None, limit=limit)
-            return page.items, page.total
+            workers = await store.query_workers(
+                status_in=cast("list[WorkerStatus] | None", status or None), limit=limit
+            )
+            return workers.items, workers.total
         if kind == "resources":
-            page = await store.query_resources(sort_by="version", sort_order="desc", limit=limit)
-            return page.items, page.total
+            resources = await store.query_resources(sort_by="version", sort_order="desc", limit=limit)
+            return resources.items, resources.total
         if kind == "spans":
             if rollout_id is None:
                 raise click.UsageError(
                     "agl store ls spans needs --rollout ROLLOUT_ID (spans belong to a rollout)."
                 )
             selector = None if attempt == "all" else attempt
-            page = await store.query_spans(rollout_id, selector, limit=limit)
-            return page.items, page.total
+            spans = await store.query_spans(rollout_id, selector, limit=limit)
+            return spans.items, spans.total
         # attempts: of one rollout, or of the most recent rollouts
         if rollout_id is not None:
             ids = [rollout_id]

@@ -362,7 +362,8 @@ def chat_to_response(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dic
             _call_item(str(call.get("id")), str(function.get("name")), function.get("arguments") or "")
         )
     status, incomplete = _status(choice.get("finish_reason"))
-    created = chat.get("created") if isinstance(chat.get("created"), int) else int(time.time())
+    chat_created = chat.get("created")
+    created = chat_created if isinstance(chat_created, int) else int(time.time())
     return envelope(
         request, ident, created, chat.get("model"), output, status, incomplete, _usage(chat.get("usage"))
     )
@@ -372,7 +373,8 @@ def chat_to_response(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dic
 
 
 def _event(payload: dict[str, Any]) -> bytes:
-    return b"event: " + payload["type"].encode() + b"\ndata: " + _json.dumps(payload) + b"\n\n"
+    kind: str = payload["type"]
+    return b"event: " + kind.encode() + b"\ndata: " + _json.dumps(payload) + b"\n\n"
 
 
 class ResponsesStream:

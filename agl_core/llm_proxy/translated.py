@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -198,7 +198,7 @@ async def _buffered(
 
 async def _chunks(
     ctx: ForwardContext, pool: BackendPool, payload: dict[str, Any], raw: bytes, exchange: Exchange | None
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """The backend's answer as ``chat.completion.chunk`` dicts; a broken stream ends with an error chunk."""
     replica = pool.pick() if pool.in_process else None
     if replica is not None and replica.stream_chat is not None:
@@ -246,10 +246,10 @@ async def _chunks(
         for chunk in chat_chunks(answer, include_usage=True):
             yield chunk
         return
-    upstream, error, replica, attempts = await open_stream(ctx, pool, "chat", payload, raw)
-    if error is not None:
-        _note(exchange, error)
-        raise _error_of(error)
+    upstream, failure, replica, attempts = await open_stream(ctx, pool, "chat", payload, raw)
+    if failure is not None:
+        _note(exchange, failure)
+        raise _error_of(failure)
     assert upstream is not None
     copy: list[bytes] = []
     if exchange is not None:

@@ -132,8 +132,8 @@ class StoreServerMetrics:
         for status in _STATUSES:
             totals[status] = (await self.store.query_rollouts(status_in=[status], limit=1)).total
         self.queue_depth.set(sum(totals[s] for s in _QUEUED))
-        for status, total in totals.items():
-            self.rollouts.labels(status).set(total)
+        for status_name, total in totals.items():
+            self.rollouts.labels(status_name).set(total)
 
     async def handle(self, request: web.Request) -> web.Response:
         """``GET /metrics``: the Prometheus text format, refreshed from the store first."""

@@ -38,7 +38,8 @@ class _ActiveTracer(trace_api.Tracer):
         if provider is None:
             return None
         name, version, schema_url, attributes = self._scope
-        return provider.get_tracer(name, version, schema_url, attributes)
+        tracer: trace_api.Tracer = provider.get_tracer(name, version, schema_url, attributes)
+        return tracer
 
     def start_span(
         self,

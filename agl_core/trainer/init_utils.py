@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from agl_core.registry import Registry, import_target, instantiate
 
@@ -142,6 +142,36 @@ def _format(template: str | None, fallback: str, **values: Any) -> str:
         return template
 
 
+@overload
+def build_component(
+    spec: Any,
+    *,
+    expected_type: type[T],
+    spec_name: str,
+    default_factory: Callable[[], T] | None = None,
+    allow_none: Literal[False] = False,
+    optional_defaults: Mapping[str, Any] | None = None,
+    dict_requires_type: bool = True,
+    dict_default_cls: Callable[..., Any] | None = None,
+    type_error_fmt: str | None = None,
+    invalid_spec_error_fmt: str | None = None,
+    registry: LocalRegistry | str | Registry[Any] | None = None,
+) -> T: ...
+@overload
+def build_component(
+    spec: Any,
+    *,
+    expected_type: type[T],
+    spec_name: str,
+    default_factory: Callable[[], T] | None = None,
+    allow_none: bool,
+    optional_defaults: Mapping[str, Any] | None = None,
+    dict_requires_type: bool = True,
+    dict_default_cls: Callable[..., Any] | None = None,
+    type_error_fmt: str | None = None,
+    invalid_spec_error_fmt: str | None = None,
+    registry: LocalRegistry | str | Registry[Any] | None = None,
+) -> T | None: ...
 def build_component(
     spec: Any,
     *,

@@ -22,12 +22,13 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from agl_core.store.base import LightningStore
+    from agl_core.types.status import RolloutStatus
 
 __all__ = ["ProgressReporter", "ProgressSnapshot", "RewardStats"]
 
 logger = logging.getLogger(__name__)
 
-_UNFINISHED = ("queuing", "requeuing", "preparing", "running")
+_UNFINISHED: tuple[RolloutStatus, ...] = ("queuing", "requeuing", "preparing", "running")
 _LOAD_FACTOR = 50.0
 """The wait after a poll is at least this many times the poll's own duration (caps the overhead at ~2%)."""
 _THROUGHPUT_WINDOW_SECONDS = 10.0
@@ -214,6 +215,7 @@ class ProgressReporter:
     async def stop(self) -> None:
         """Stop polling, show the final state and write a final line."""
         await self._ticker.stop(10.0)
+        snapshot: ProgressSnapshot | None
         try:
             snapshot = await self.poll()
         except Exception as exc:  # the store may be closing; the run itself is what matters

@@ -321,6 +321,7 @@ def query_linked_spans(spans: Sequence[_SpanT], links: Sequence[LinkPydanticMode
         ids: tuple[str | None, str | None] | None = None
         ok = True
         for link in links:
+            actual: object
             if link.key_match in ("trace_id", "span_id"):
                 ids = ids or _span_ids(span)
                 actual = ids[0] if link.key_match == "trace_id" else ids[1]
