@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import asyncpg
 from pydantic_core import from_json
 
-from agl_core.store import UNSET, AttemptNotFoundError, RolloutNotFoundError, logic
+from agl_core.store import UNSET, AttemptNotFoundError, RolloutNotFoundError, Unset, logic
 from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, Worker
 from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES
 from agl_postgres.codec import (
@@ -540,7 +540,7 @@ async def _update_attempt_decided(
         marks = logic.worker_updates_for_attempt(status, rollout_id, "\x00a", now)
         exprs = {"\x00a": SqlExpr("(SELECT attempt_id FROM u)")}
         updates = {k: exprs.get(v, v) if isinstance(v, str) else v for k, v in marks.items()}
-        if worker_id is UNSET:
+        if isinstance(worker_id, Unset):
             upsert = worker_upsert(
                 params,
                 SqlExpr("(SELECT worker_id FROM u)"),

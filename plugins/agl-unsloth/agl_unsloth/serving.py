@@ -64,8 +64,8 @@ class _GenerationRequest:
     n: int
     max_new: int
     temperature: float
+    future: asyncio.Future[list[dict[str, Any]]]
     choices: list[dict[str, Any]] = field(default_factory=list)
-    future: asyncio.Future[list[dict[str, Any]]] | None = None
 
 
 class TransformersChatBackend:
@@ -132,8 +132,8 @@ class TransformersChatBackend:
         Requests queue up while a batch generates (in a worker thread); the next batch takes every
         waiting request, up to ``max_batch_rows`` sequences.
         """
-        request = _GenerationRequest(prompt, n, max_new, temperature)
-        request.future = asyncio.get_running_loop().create_future()
+        future = asyncio.get_running_loop().create_future()
+        request = _GenerationRequest(prompt, n, max_new, temperature, future)
         self._pending.append(request)
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.ensure_future(self._drain())
@@ -209,11 +209,11 @@ class TransformersChatBackend:
                     output_scores=True,
                 )
             scores = lm.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)
-            rows = zip(out.sequences[:, width:].tolist(), scores.tolist(), strict=True)
+            generated = zip(out.sequences[:, width:].tolist(), scores.tolist(), strict=True)
             for request in group:
                 request.choices = []
                 for _ in range(request.n):
-                    row, lps = next(rows)
+                    row, lps = next(generated)
                     row, lps = row[: request.max_new], lps[: request.max_new]
                     end = row.index(eos) + 1 if eos in row else len(row)
                     request.choices.append(
