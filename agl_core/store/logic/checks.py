@@ -83,12 +83,13 @@ def check_json_value(name: str, value: object) -> None:
     """
     if value.__class__ in _BARE:
         return
-    stack: list[tuple[object, int]] = [(value, 0)]
+    # any JSON value (or a value a caller passed by mistake), dispatched on its class below
+    stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         cls = item.__class__
         if cls is float:
-            if item != item or item in (float("inf"), float("-inf")):  # type: ignore[operator]
+            if item != item or item in (float("inf"), float("-inf")):
                 raise InvalidRequestError(
                     f"{name} contains {item!r}; JSON has no NaN or Infinity, so stores refuse them. "
                     "Use None or a string such as 'nan' instead."
@@ -99,8 +100,8 @@ def check_json_value(name: str, value: object) -> None:
                     f"{name} is nested more than {MAX_JSON_DEPTH} levels deep; stores accept JSON values "
                     f"up to {MAX_JSON_DEPTH} levels. Flatten it or store it as a JSON string."
                 )
-            children = item.values() if isinstance(item, Mapping) else item  # type: ignore[union-attr]
-            for child in children:  # type: ignore[union-attr]
+            children = item.values() if isinstance(item, Mapping) else item
+            for child in children:
                 if child.__class__ not in _BARE:
                     stack.append((child, depth + 1))
         elif isinstance(item, float):
@@ -117,7 +118,7 @@ def check_optional_str(name: str, value: object) -> str | None:
 def check_optional_number(name: str, value: object) -> float | None:
     """`value` if it is an int/float (not bool) or None, else `InvalidRequestError`."""
     if value is None or value.__class__ is float or value.__class__ is int:
-        return value  # type: ignore[return-value]
+        return value
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise InvalidRequestError(
@@ -275,14 +276,14 @@ def rollout_changes(
 def validate_filter_logic(value: object) -> Literal["and", "or"]:
     """Return `value` if it is ``"and"`` or ``"or"``, else raise `InvalidFilterError`."""
     if value == "and" or value == "or":
-        return value  # type: ignore[return-value]
+        return value
     raise InvalidFilterError(f"Invalid filter_logic {value!r}. Use 'and' or 'or'.")
 
 
 def validate_sort_order(value: object) -> Literal["asc", "desc"]:
     """Return `value` if it is ``"asc"`` or ``"desc"``, else raise `InvalidFilterError`."""
     if value == "asc" or value == "desc":
-        return value  # type: ignore[return-value]
+        return value
     raise InvalidFilterError(f"Invalid sort_order {value!r}. Use 'asc' or 'desc'.")
 
 

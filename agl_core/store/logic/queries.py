@@ -51,7 +51,7 @@ __all__ = [
 def check_id(name: str, value: object) -> str:
     """`value` if it is a string (an id), else `InvalidRequestError`."""
     if value.__class__ is str or isinstance(value, str):
-        return value  # type: ignore[return-value]
+        return value
     raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")
 
 

@@ -120,12 +120,12 @@ def validate_pagination(limit: object, offset: object) -> None:
     """Raise `InvalidRequestError` unless ``limit`` is > 0 or -1 (no limit) and ``offset`` >= 0."""
     if limit.__class__ is not int:
         raise InvalidRequestError(f"limit must be an integer (> 0, or -1 for no limit), got {limit!r}.")
-    if limit == 0 or limit < -1:  # type: ignore[operator]
+    if limit == 0 or limit < -1:
         raise InvalidRequestError(f"limit must be > 0 or -1 for no limit, got {limit}.")
-    if offset.__class__ is not int or offset < 0:  # type: ignore[operator]
+    if offset.__class__ is not int or offset < 0:
         raise InvalidRequestError(f"offset must be an integer >= 0, got {offset!r}.")
-    check_int_bound("limit", limit)  # type: ignore[arg-type]
-    check_int_bound("offset", offset)  # type: ignore[arg-type]
+    check_int_bound("limit", limit)
+    check_int_bound("offset", offset)
 
 
 def paginate(items: Sequence[T], limit: int, offset: int) -> PaginatedResult[T]:
