@@ -15,5 +15,13 @@ from agl_core.dashboard.assets import (
     add_dashboard_routes,
     asset_bytes,
 )
+from agl_core.dashboard.static_files import CachedStaticFiles
 
-__all__ = ["ASSETS_DIR", "DASHBOARD_PREFIX", "PAGE_PATHS", "add_dashboard_routes", "asset_bytes"]
+__all__ = [
+    "ASSETS_DIR",
+    "DASHBOARD_PREFIX",
+    "PAGE_PATHS",
+    "CachedStaticFiles",
+    "add_dashboard_routes",
+    "asset_bytes",
+]

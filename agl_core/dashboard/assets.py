@@ -1,11 +1,12 @@
-"""Serve the dashboard's static files (GET only) from the package's ``static`` folder."""
+"""Serve the dashboard's files (GET only) from the package's ``static`` folder, with `CachedStaticFiles`."""
 
 from __future__ import annotations
 
-import mimetypes
 from pathlib import Path
 
 from aiohttp import web
+
+from agl_core.dashboard.static_files import CachedStaticFiles
 
 __all__ = [
     "ASSETS_DIR",
@@ -31,7 +32,14 @@ CONTENT_SECURITY_POLICY = (
 )
 """Only the page's own scripts run: no inline script, no script from span content, no other origin."""
 
-_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".svg": "image/svg+xml"}
+_FILES = CachedStaticFiles(
+    ASSETS_DIR,
+    headers={
+        "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+    },
+)
 
 
 def asset_bytes(name: str) -> bytes:
@@ -40,16 +48,12 @@ def asset_bytes(name: str) -> bytes:
     Raises:
         FileNotFoundError: no such asset (or a name that leaves the assets folder).
     """
-    root = ASSETS_DIR.resolve()
-    path = (root / name).resolve()
-    if root not in path.parents or not path.is_file():
-        raise FileNotFoundError(f"No dashboard asset {name!r} in {root}.")
-    return path.read_bytes()
+    return _FILES.path_of(name).read_bytes()
 
 
-def _response(name: str) -> web.Response:
+def _response(name: str) -> web.StreamResponse:
     try:
-        body = asset_bytes(name)
+        return _FILES.file_response(name)
     except FileNotFoundError:
         error = {
             "type": "RouteNotFound",
@@ -57,25 +61,17 @@ def _response(name: str) -> web.Response:
             "details": {},
         }
         return web.json_response({"error": error}, status=404)
-    suffix = Path(name).suffix
-    content_type = _TYPES.get(suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
-    response = web.Response(body=body, content_type=content_type, charset="utf-8")
-    response.headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["Cache-Control"] = "no-cache"
-    return response
 
 
-async def _index(request: web.Request) -> web.Response:
+async def _index(request: web.Request) -> web.StreamResponse:
     return _response("index.html")
 
 
-async def _docs(request: web.Request) -> web.Response:
+async def _docs(request: web.Request) -> web.StreamResponse:
     return _response("docs.html")
 
 
-async def _asset(request: web.Request) -> web.Response:
+async def _asset(request: web.Request) -> web.StreamResponse:
     return _response(request.match_info["name"])
 
 

@@ -19,6 +19,8 @@ _MODELS = "agl_core.store.http.models"
 _NAMES: dict[str, Any] = {
     "LightningStoreClient": "agl_core.store.http:LightningStoreClient",
     "LightningStoreServer": "agl_core.store.http:LightningStoreServer",
+    # 0.3's FastAPI static files of the dashboard -> the aiohttp class agl's dashboard is served with
+    "CachedStaticFiles": "agl_core.dashboard.static_files:CachedStaticFiles",
     "RolloutRequest": f"{_MODELS}:StartRolloutBody",
     "DequeueRolloutRequest": f"{_MODELS}:DequeueBody",
     "DequeueManyRolloutsRequest": f"{_MODELS}:DequeueBody",
@@ -87,10 +89,4 @@ API_AGL_PREFIX = "/agl"
 API_V1_AGL_PREFIX = API_V1_PREFIX + API_AGL_PREFIX
 """Where `agl store serve` serves the store API (``/v1/agl``), as in Agent Lightning 0.3."""
 
-_DROPPED: dict[str, str] = {
-    "CachedStaticFiles": (
-        "agl's store server is aiohttp, not FastAPI; `agl store serve` serves the dashboard itself"
-    ),
-}
-
-__getattr__ = module_getattr("agl_core.store.client_server", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.store.client_server", _NAMES)

@@ -18,6 +18,7 @@ from agl_core.tracer.base import Tracer
 from agl_core.trainer._bundles import TrainerAlgorithmBundle, TrainerRunnerBundle
 from agl_core.trainer._workers import WorkerRunners
 from agl_core.trainer.init_utils import build_component
+from agl_core.trainer.legacy import TrainerLegacy
 from agl_core.types import Hook
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def _deprecated_alias(old: str, new: str, old_value: Any, new_value: Any) -> Any
     return new_value
 
 
-class Trainer:
+class Trainer(TrainerLegacy):
     """Runs an agent with an algorithm: ``Trainer(...).fit(agent, train_dataset, val_dataset=...)``.
 
     Every component argument accepts an instance, None (the default), a class, a factory, a registered
@@ -80,6 +81,10 @@ class Trainer:
     Fixes of Agent Lightning 0.3: every runner worker gets its own runner and tracer (quirk 10 in
     docs/migrating-from-agent-lightning.md); a live
     progress display (``progress=False`` turns it off).
+
+    As in 0.3, a `Trainer` is also a `TrainerLegacy`: ``fit_v0(agent, train_data=URL | client, ...)`` runs
+    the deprecated v0.1 worker loop with this trainer's tracer, algorithm, ``n_workers`` (= ``n_runners``),
+    ``max_tasks`` (= ``max_rollouts``), ``daemon`` and ``triplet_exporter`` (= ``adapter``).
 
     Args:
         dev: Deprecated; use :meth:`dev`.
@@ -154,6 +159,7 @@ class Trainer:
         self.port = port
         self.daemon = daemon
         self.progress = progress
+        self._client = None  # the v0.1 client of fit_v0 (TrainerLegacy.__init__ is not called)
 
         self.strategy: ExecutionStrategy = self._build_strategy(strategy, port)
         strategy_runners = getattr(self.strategy, "n_runners", None)
@@ -172,6 +178,35 @@ class Trainer:
         self.runner: Runner[Any] = self._build_runner(runner)
         self.llm_proxy: Any = self._build_llm_proxy(llm_proxy)
         self.hooks: tuple[Hook, ...] = self._normalize_hooks(hooks)
+
+    # ------------------------------------------------------------------------------ 0.3's legacy names
+
+    @property
+    def n_workers(self) -> int:
+        """Deprecated alias of ``n_runners`` (the worker count of `fit_v0`)."""
+        return self.n_runners
+
+    @n_workers.setter
+    def n_workers(self, value: int) -> None:
+        self.n_runners = value
+
+    @property
+    def max_tasks(self) -> int | None:
+        """Deprecated alias of ``max_rollouts`` (the tasks per worker of `fit_v0`)."""
+        return self.max_rollouts
+
+    @max_tasks.setter
+    def max_tasks(self, value: int | None) -> None:
+        self.max_rollouts = value
+
+    @property
+    def triplet_exporter(self) -> Any:
+        """Deprecated alias of ``adapter`` (`fit_v0` needs a `TracerTraceToTriplet`)."""
+        return self.adapter
+
+    @triplet_exporter.setter
+    def triplet_exporter(self, value: Any) -> None:
+        self.adapter = value
 
     # ------------------------------------------------------------------------------ components
 
@@ -267,7 +302,19 @@ class Trainer:
 
         Ctrl-C stops every runner (in-flight attempts are reported as failed, so the store retries them
         per their ``RolloutConfig``) and every process this run started.
+
+        A string ``train_dataset`` is 0.3's v0.1 form ``fit(agent, "http://server")``: it logs a warning and
+        runs `fit_v0` (0.3 meant to do the same but passed ``val_dataset`` positionally and raised
+        `TypeError`).
         """
+        if isinstance(train_dataset, str):
+            logger.warning(
+                "Trainer.fit(agent, %r): a server URL is the v0.1 form; running Trainer.fit_v0 instead (call "
+                "fit_v0 directly, or migrate to fit() with a store: docs/migrating-from-agent-lightning.md).",
+                train_dataset,
+            )
+            self.fit_v0(agent, train_dataset, val_data=val_dataset)
+            return
         if self._dev:
             self.dev(agent, train_dataset, val_dataset=val_dataset)
             return
@@ -307,9 +354,9 @@ class Trainer:
     ) -> None:
         if isinstance(train_dataset, str):
             raise TypeError(
-                "train_dataset is a string: that is the v0.1 form fit(agent, 'http://server'), whose legacy "
-                "HTTP stack agl does not include. Pass a dataset (e.g. a list of tasks) and an algorithm, or "
-                "run remote runners with `agl runner --store http://host:port --agent module:agent`."
+                "train_dataset is a string: that is the v0.1 form (agent, 'http://server'); run it with "
+                "Trainer.fit_v0(agent, url). Pass a dataset (e.g. a list of tasks) here, or run remote "
+                "runners with `agl runner --store http://host:port --agent module:agent`."
             )
         set_trainer = getattr(agent, "set_trainer", None)
         if callable(set_trainer):

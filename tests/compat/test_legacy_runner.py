@@ -144,3 +144,56 @@ def test_trainer_legacy_runs_worker_processes_against_a_server() -> None:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def test_trainer_fit_v0_is_the_legacy_loop_with_the_trainers_settings() -> None:
+    """0.3's ``Trainer`` is a ``TrainerLegacy``: ``fit_v0`` runs v0.1 workers with its tracer and limits."""
+    from agl_core.trainer.legacy import TrainerLegacy
+
+    loader = _loader([{"q": "a"}, {"q": "b"}, {"q": "c"}])
+    agent = EchoAgent()
+    with pytest.warns(DeprecationWarning):
+        trainer = agl.Trainer(dev=True, n_workers=1, max_tasks=2, progress=False)
+    assert isinstance(trainer, TrainerLegacy)
+    assert (trainer.n_workers, trainer.max_tasks) == (1, 2)
+    assert trainer.triplet_exporter is trainer.adapter
+    trainer.fit_v0(agent, train_data=[], dev_data=loader)
+    assert [r.rollout_id for r in loader.rollouts] == ["t0", "t1"]  # max_tasks=2 of the three tasks
+    assert all(r.final_reward == 0.75 and r.trace for r in loader.rollouts)
+    assert agent.trainer is trainer
+    with pytest.raises(ValueError, match="dev_data must be provided"):
+        trainer.fit_v0(agent, train_data=[])
+
+
+def test_trainer_fit_with_a_server_url_runs_fit_v0(caplog: pytest.LogCaptureFixture) -> None:
+    """``trainer.fit(agent, "http://server")`` (v0.1's form) warns and runs against the server."""
+    import asyncio
+    import threading
+
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def call(coro: Any, timeout: float = 60) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    with pytest.warns(DeprecationWarning):
+        server = agl.AgentLightningServer(host="127.0.0.1", port=0)
+    call(server.start())
+    try:
+        resources_id = call(
+            server.update_resources({"prompt": agl.PromptTemplate(template="Q: {q}", engine="f-string")})
+        )
+        ids = [call(server.queue_task({"q": q}, mode="train", resources_id=resources_id)) for q in ("a", "b")]
+        agent = EchoAgent()
+        trainer = agl.Trainer(n_runners=1, max_rollouts=2, progress=False)
+        trainer.fit(agent, server.endpoint)  # type: ignore[arg-type]
+        assert "fit_v0" in caplog.text
+        assert sorted(rollout_id for rollout_id, _ in agent.seen) == sorted(ids)
+        finished = [call(server.poll_completed_rollout(rollout_id, timeout=30)) for rollout_id in ids]
+        assert all(r is not None and r.final_reward == 0.75 for r in finished)
+    finally:
+        call(server.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()

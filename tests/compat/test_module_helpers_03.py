@@ -123,7 +123,6 @@ async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.Monke
 @pytest.mark.parametrize(
     ("module", "name", "replacement"),
     [
-        ("agl_core.store.client_server", "CachedStaticFiles", "serves the dashboard"),
         ("agl_core.algorithm.apo.apo", "GRADIENT_PROMPT_FILES", "agl_apo.prompts"),
     ],
 )

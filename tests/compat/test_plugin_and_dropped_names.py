@@ -51,7 +51,6 @@ def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: P
 
 
 DROPPED = [
-    ("agl_core.utils.otlp", "LightningStoreOTLPExporter", "/v1/traces"),
     ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
 ]
 

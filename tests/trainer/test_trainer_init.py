@@ -97,10 +97,10 @@ def test_hooks_are_normalized_to_a_tuple(plugin_manager: PluginManager) -> None:
     assert agl.Trainer(hooks=[hook, hook]).hooks == (hook, hook)
 
 
-def test_fit_with_a_string_dataset_explains_the_legacy_mode_is_gone(plugin_manager: PluginManager) -> None:
+def test_dev_with_a_string_dataset_points_to_fit_v0(plugin_manager: PluginManager) -> None:
     trainer = agl.Trainer(strategy="shm", progress=False)
-    with pytest.raises(TypeError, match="legacy"):
-        trainer.fit(agl.rollout(lambda task: 1.0), "http://localhost:8000")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"Trainer\.fit_v0"):
+        trainer.dev(agl.rollout(lambda task: 1.0), "http://localhost:8000")  # type: ignore[arg-type]
 
 
 def test_dev_requires_a_fast_algorithm(plugin_manager: PluginManager) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,11 +19,10 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from agl_core.store.base import LightningStore
 from agl_core.store.errors import InvalidFilterError, InvalidRequestError
 from agl_core.store.http import models as m
+from agl_core.store.http.body import read_body
 from agl_core.store.http.errors import (
     InvalidJSONError,
-    PayloadTooLargeError,
     RequestValidationError,
-    UnsupportedMediaTypeError,
 )
 from agl_core.store.http.openapi import openapi_document
 from agl_core.types import NamedResources, Span
@@ -33,7 +31,6 @@ from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
 _JSON = "application/json"
-_ENCODINGS = frozenset(("", "identity", "gzip", "x-gzip", "deflate"))
 
 
 def json_response(payload: Any, status: int = 200) -> web.Response:
@@ -112,56 +109,7 @@ class StoreApi:
     # ------------------------------------------------------------------------------ helpers
 
     async def _raw(self, request: web.Request) -> bytes:
-        encoding = request.headers.get("Content-Encoding")
-        if encoding is not None and encoding.strip().lower() not in _ENCODINGS:
-            raise UnsupportedMediaTypeError(
-                f"Content-Encoding {encoding!r} is not supported; send gzip, deflate or an uncompressed body."
-            )
-        length = request.content_length
-        if length is not None and length > self.max_body_bytes:
-            raise PayloadTooLargeError(
-                f"Request body of {length} bytes exceeds the server's limit of {self.max_body_bytes} bytes; "
-                "send smaller batches (or raise --max-body-bytes)."
-            )
-        try:
-            if length is not None:
-                # Fast path: a small body has usually arrived with the headers.
-                content = request.content
-                data = content.read_nowait(length)
-                if len(data) < length:
-                    data += await content.readexactly(length - len(data))
-            else:
-                data = await request.read()
-            return self._inflate(data, encoding) if encoding is not None else data
-        except web.HTTPRequestEntityTooLarge:
-            raise PayloadTooLargeError(
-                f"Request body exceeds the server's limit of {self.max_body_bytes} bytes; send smaller "
-                "batches (or raise --max-body-bytes)."
-            ) from None
-        except (web.RequestPayloadError, asyncio.IncompleteReadError) as exc:
-            error = InvalidRequestError(f"The request body could not be read: {' '.join(str(exc).split())}.")
-            error.close_connection = True  # type: ignore[attr-defined]  # the parser cannot go on
-            raise error from None
-
-    def _inflate(self, data: bytes, encoding: str) -> bytes:
-        """Decompress a gzip/deflate body (the server reads bodies raw), never beyond the body limit."""
-        name = encoding.strip().lower()
-        if name in ("", "identity"):
-            return data
-        wbits = 31 if name in ("gzip", "x-gzip") else 15
-        try:
-            inflater = zlib.decompressobj(wbits)
-            out = inflater.decompress(data, self.max_body_bytes + 1)
-        except zlib.error as exc:
-            raise InvalidRequestError(
-                f"The request body is not valid {name} data ({exc}); send it uncompressed or gzip it whole."
-            ) from None
-        if len(out) > self.max_body_bytes or inflater.unconsumed_tail:
-            raise PayloadTooLargeError(
-                f"The decompressed request body exceeds the server's limit of {self.max_body_bytes} bytes; "
-                "send smaller batches (or raise --max-body-bytes)."
-            )
-        return out
+        return await read_body(request, self.max_body_bytes)
 
     async def _body(self, request: web.Request, type_: Any, *, required: bool) -> Any:
         raw = await self._raw(request)
