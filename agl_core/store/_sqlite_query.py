@@ -1,7 +1,9 @@
 """Translate `logic` filters, sorts and pagination into SQL with exactly the in-memory semantics.
 
 - ``exact`` -> ``col = ?``; ``within`` -> ``col IN (...)`` (an empty set matches nothing);
-  ``contains`` -> ``instr(col, ?) > 0`` (case-sensitive, NULL never matches), never ``LIKE``.
+  ``contains`` -> ``instr(col, ?) > 0`` (case-sensitive, NULL never matches), never ``LIKE``;
+  ``json_icontains`` (a rollout's input) -> ``LIKE`` on the stored JSON text (ASCII letters folded, the
+  wildcards escaped).
 - Values that can never equal a column's Python values (a number for a text column) are dropped
   before binding, since SQLite's type affinity would otherwise coerce them.
 - Sorting follows `logic.sort_key_for`: ``*_time`` fields put NULL last ascending and first
@@ -11,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +23,8 @@ from agl_core.store.logic import FilterCondition, NormalizedFilter, sort_key_for
 __all__ = ["Column", "Expr", "InsertBuilder", "order_by", "page_total", "where"]
 
 _IN_PLACEHOLDER_LIMIT = 64
+_LIKE_SPECIAL = re.compile(r"[%_\\]")
+_LIKE_TEXT_LIMIT = 10_000  # characters; SQLite refuses LIKE patterns over 50,000 bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +61,12 @@ def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: lis
 
         params.append(to_json(values).decode())
         return f"{column.sql} IN (SELECT value FROM json_each(?))"
+    if cond.op == "json_icontains":  # the column holds the JSON text; LIKE folds ASCII letters only
+        if len(cond.value) > _LIKE_TEXT_LIMIT:  # past SQLite's LIKE pattern limit: lower() folds the same
+            params.append(cond.value)
+            return f"instr(lower({column.sql}), ?) > 0"
+        params.append("%" + _LIKE_SPECIAL.sub(r"\\\g<0>", cond.value) + "%")
+        return f"{column.sql} LIKE ? ESCAPE '\\'"
     # contains: a case-sensitive substring test, only meaningful for text columns
     if not column.text or not isinstance(cond.value, str):
         return "0"

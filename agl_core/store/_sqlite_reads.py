@@ -46,6 +46,7 @@ ROLLOUT_SQL: dict[str, Column] = {
     "mode": Column("r.mode", True, "''"),
     "resources_id": Column("r.resources_id", True, "''"),
     "status": Column("r.status", True),
+    "input": Column("r.input", True),  # JSON text: only `input_contains` filters it
 }
 """Rollout fields that can be filtered or sorted in SQL (alias ``r``)."""
 

@@ -400,19 +400,30 @@ class LightningStore(abc.ABC):
         status: Sequence[RolloutStatus] | None = None,
         rollout_ids: Sequence[str] | None = None,
         mode_in: Sequence[RolloutMode] | None = None,
+        input_contains: str | None = None,
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the filters, each with its latest attempt when it has one.
 
         The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains`` and, new in
-        agl, ``mode_in``: rollouts of these modes) are combined with ``filter_logic``; with no
-        condition every rollout matches, for "and" and "or" alike.
+        agl, ``mode_in``: rollouts of these modes, ``input_contains``: text in the input's compact JSON,
+        ASCII letters in either case) are combined with ``filter_logic``; with no condition every
+        rollout matches, for "and" and "or" alike.
         ``status``/``rollout_ids`` are deprecated aliases of ``status_in``/``rollout_id_in``: they emit
         a `DeprecationWarning` and lose to the new names when both are given. Invalid statuses raise
         `InvalidStatusError`.
         """
         statuses, ids = resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
         query = RolloutQuery(
-            statuses, ids, rollout_id_contains, filter_logic, sort_by, sort_order, limit, offset, mode_in
+            statuses,
+            ids,
+            rollout_id_contains,
+            filter_logic,
+            sort_by,
+            sort_order,
+            limit,
+            offset,
+            mode_in,
+            input_contains,
         )
         return await self._query_rollouts(query, check_rollout_query(query))
 

@@ -39,8 +39,10 @@ from agl_core.store.errors import (
     StoreClosedError,
 )
 from agl_core.store.logic import (
+    NormalizedFilter,
     apply_worker_updates,
     attempt_end_time_for,
+    build_predicate,
     check_enqueue_requests,
     check_int_bound,
     check_json_value,
@@ -53,6 +55,7 @@ from agl_core.store.logic import (
     new_resources_id,
     new_rollout_id,
     next_rollout_status_after_attempt_update,
+    paginate,
     plan_sequence_ids,
     resolve_rollout_query_aliases,
     resources_query_filter,
@@ -593,16 +596,22 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
         offset: int = 0,
         status: Sequence[RolloutStatus] | None = None,
         rollout_ids: Sequence[str] | None = None,
+        mode_in: Sequence[RolloutMode] | None = None,
+        input_contains: str | None = None,
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the filters, each with its latest attempt (`LightningStore.query_rollouts`)."""
         statuses, ids = resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
         aggregate = validate_filter_logic(filter_logic)
-        rollout_query_filter(  # validates every argument the agl way
+        where = rollout_query_filter(  # validates every argument the agl way
             status_in=statuses,
             rollout_id_in=ids,
             rollout_id_contains=rollout_id_contains,
             filter_logic=aggregate,
+            mode_in=mode_in,
+            input_contains=input_contains,
         )
+        if mode_in is not None or input_contains is not None:  # agl's conditions: no collection operator
+            return await self._query_rollouts_matching(where, sort_by, sort_order, limit, offset)
         conditions: dict[str, Any] = {}
         if statuses is not None:
             conditions["status"] = {"within": list(validate_statuses(statuses, "rollout"))}
@@ -621,6 +630,18 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
         async with self._read() as c:
             page = await c.rollouts.query(conditions or None, sort, limit, offset)
             items = [_as_attempted(r, await self._latest(c, r.rollout_id)) for r in page]
+        return PaginatedResult(items=items, limit=limit, offset=offset, total=page.total)
+
+    async def _query_rollouts_matching(
+        self, where: NormalizedFilter, sort_by: str | None, sort_order: str, limit: int, offset: int
+    ) -> PaginatedResult[Rollout | AttemptedRollout]:
+        """`query_rollouts` by testing every rollout against `where` in Python (the collections are local)."""
+        sort = _page_sort(Rollout, sort_by, sort_order, limit, offset)
+        predicate = build_predicate(where)
+        async with self._read() as c:
+            everything = await c.rollouts.query(None, sort)
+            page = paginate([r for r in everything.items if predicate(r)], limit, offset)
+            items = [_as_attempted(r, await self._latest(c, r.rollout_id)) for r in page.items]
         return PaginatedResult(items=items, limit=limit, offset=offset, total=page.total)
 
     @healthcheck_before

@@ -1625,6 +1625,54 @@ class StoreConformance:
         with pytest.raises(InvalidFilterError, match="mode_in"):
             await store.query_rollouts(mode_in=["training"])
 
+    async def test_query_rollouts_input_contains(self, store: LightningStore) -> None:
+        """``input_contains`` (new in agl): text in the input's compact JSON, ASCII letters in either case.
+
+        The JSON is the stores' own encoding (``pydantic_core.to_json``: no spaces, non-ASCII kept), so
+        keys, quotes and numbers match too; ``%``, ``_`` and ``\\`` are plain characters; other letters
+        (``É``) match only themselves. Skipped for a store whose ``query_rollouts`` predates the option.
+        """
+        if "input_contains" not in inspect.signature(store.query_rollouts).parameters:
+            pytest.skip("this store's query_rollouts has no input_contains option")
+        paris = await store.enqueue_rollout(
+            {"question": "Capital of France?", "answer": "Paris"}, mode="train"
+        )
+        cafe = await store.enqueue_rollout("Un café au lait, 100% _arabica_ \\o/", mode="val")
+        numbers = await store.enqueue_rollout([1, 2.5, None, True])
+        empty = await store.enqueue_rollout(None)
+
+        async def ids(**kwargs: Any) -> list[str]:
+            return [item.rollout_id for item in await store.query_rollouts(**kwargs)]
+
+        assert await ids(input_contains="paris") == [paris.rollout_id]
+        assert await ids(input_contains="CAPITAL OF france") == [paris.rollout_id]
+        assert await ids(input_contains='"answer":"Paris"') == [paris.rollout_id]
+        assert await ids(input_contains="CAFé") == [cafe.rollout_id]
+        assert await ids(input_contains="CAFÉ") == []
+        assert await ids(input_contains="100% _arabica_ \\\\o/") == [cafe.rollout_id]  # JSON doubles \\
+        assert await ids(input_contains="%") == [cafe.rollout_id]  # no wildcard
+        assert await ids(input_contains="a_a") == []  # no wildcard either
+        assert await ids(input_contains="[1,2.5,null,true]") == [numbers.rollout_id]
+        assert await ids(input_contains="null") == [numbers.rollout_id, empty.rollout_id]
+        assert await ids(input_contains="") == [
+            paris.rollout_id,
+            cafe.rollout_id,
+            numbers.rollout_id,
+            empty.rollout_id,
+        ]
+        assert await ids(input_contains="a", mode_in=["val"]) == [cafe.rollout_id]
+        assert await ids(input_contains="paris", rollout_id_contains=cafe.rollout_id, filter_logic="or") == [
+            paris.rollout_id,
+            cafe.rollout_id,
+        ]
+        page = await store.query_rollouts(input_contains="A", limit=1, offset=1, sort_by="rollout_id")
+        assert page.total == 2 and len(page.items) == 1
+        await store.update_rollout(numbers.rollout_id, input={"city": "Lyon"})
+        assert await ids(input_contains="lyon") == [numbers.rollout_id]
+        assert await ids(input_contains="2.5") == []
+        with pytest.raises(InvalidFilterError, match="input_contains"):
+            await store.query_rollouts(input_contains=5)  # type: ignore[arg-type]
+
     async def test_query_rollouts_deprecated_aliases(self, store: LightningStore, clock: FakeClock) -> None:
         """status/rollout_ids still work with a DeprecationWarning; the new names win over them."""
         r = await self._rollout_corpus(store, clock)

@@ -74,13 +74,14 @@ class StoreQuery:
 class RolloutQuery(StoreQuery):
     """Filters, sorting and paging of ``query_rollouts`` (also the query of ``GET /v1/agl/rollouts``).
 
-    The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``, ``mode_in``) are
-    combined with ``filter_logic``. ``mode_in`` (new in agl) lists modes (``train``/``val``/``test``);
-    a rollout without a mode never matches it.
+    The given conditions (``status_in``, ``rollout_id_in``, ``rollout_id_contains``, ``mode_in``,
+    ``input_contains``) are combined with ``filter_logic``. ``mode_in`` (new in agl) lists modes
+    (``train``/``val``/``test``); a rollout without a mode never matches it. ``input_contains`` (new in
+    agl) is a substring of the rollout's input as compact JSON text, ASCII letters in either case.
     """
 
     __pydantic_config__ = _QUERY_CONFIG
-    ADDED_FIELDS: ClassVar[frozenset[str]] = frozenset(("mode_in",))
+    ADDED_FIELDS: ClassVar[frozenset[str]] = frozenset(("mode_in", "input_contains"))
 
     status_in: RolloutStatusList = None
     rollout_id_in: list[str] | None = None
@@ -91,6 +92,10 @@ class RolloutQuery(StoreQuery):
     limit: Limit = -1
     offset: Offset = 0
     mode_in: ModeList = None
+    input_contains: Annotated[
+        str | None,
+        Field(description="Text in the input's compact JSON; ASCII letters match in either case."),
+    ] = None
 
 
 @dataclass(slots=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import string
 import warnings
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic_core import PydanticSerializationError, to_json
 
 from agl_core.store.errors import (
     InvalidFilterError,
@@ -24,6 +27,7 @@ __all__ = [
     "FilterCondition",
     "FilterOperator",
     "NormalizedFilter",
+    "ascii_lower",
     "build_predicate",
     "matches",
     "normalize_filter",
@@ -34,8 +38,23 @@ __all__ = [
     "worker_query_filter",
 ]
 
-FilterOperator = Literal["exact", "within", "contains"]
+FilterOperator = Literal["exact", "within", "contains", "json_icontains"]
+"""``json_icontains`` is no `FilterOptions` operator: only ``query_rollouts(input_contains=...)`` sets it."""
 _OPERATORS: tuple[str, ...] = ("exact", "within", "contains")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def ascii_lower(text: str) -> str:
+    """`text` with the ASCII letters A-Z lowered and every other character kept (SQL ``LIKE``'s folding)."""
+    return text.translate(_ASCII_LOWER)
+
+
+def _json_icontains(needle: str, value: Any) -> bool:
+    try:
+        text = to_json(value, inf_nan_mode="constants").decode()
+    except (PydanticSerializationError, ValueError):  # never stored by a store (they refuse such input)
+        return False
+    return needle in ascii_lower(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +72,9 @@ class NormalizedFilter:
 
     An empty pool holds for "and" and "or" alike (quirk 8 fixed), so an empty filter matches everything.
     Backends translate it: ``exact`` -> ``=``, ``within`` -> ``IN`` (empty: false), ``contains`` ->
-    case-sensitive substring (SQLite: ``instr(col, ?) > 0``, never ``LIKE``).
+    case-sensitive substring (SQLite: ``instr(col, ?) > 0``, never ``LIKE``), ``json_icontains`` (value:
+    text already `ascii_lower`-ed) -> the field's compact JSON text (as the stores write it) contains the
+    text, ASCII letters in either case (SQLite: ``LIKE`` on the stored JSON column).
     """
 
     conditions: tuple[FilterCondition, ...] = ()
@@ -200,6 +221,8 @@ def _test(op: str, expected: Any, actual: Any) -> bool:
             return actual in expected
         except TypeError:  # unhashable value against a frozenset
             return False
+    if op == "json_icontains":
+        return _json_icontains(expected, actual)
     if actual is None:
         return False
     if isinstance(actual, str):
@@ -250,6 +273,8 @@ def _compile(cond: FilterCondition) -> Callable[[Any], bool]:
                 return False
 
         return within
+    if cond.op == "json_icontains":
+        return lambda item: _json_icontains(expected, getattr(item, field, None))
     return lambda item: _test("contains", expected, getattr(item, field, None))
 
 
@@ -305,10 +330,12 @@ def rollout_query_filter(
     rollout_id_contains: str | None = None,
     filter_logic: str = "and",
     mode_in: Iterable[str] | None = None,
+    input_contains: str | None = None,
 ) -> NormalizedFilter:
     """The filter of `query_rollouts` (after `resolve_rollout_query_aliases`); validates every argument."""
     aggregate = validate_filter_logic(filter_logic)
     _require_str("rollout_id_contains", rollout_id_contains)
+    _require_str("input_contains", input_contains)
     conditions: list[FilterCondition] = []
     if status_in is not None:
         conditions.append(
@@ -320,6 +347,8 @@ def rollout_query_filter(
         conditions.append(FilterCondition("rollout_id", "contains", rollout_id_contains))
     if mode_in is not None:
         conditions.append(FilterCondition("mode", "within", frozenset(_modes("mode_in", mode_in))))
+    if input_contains is not None:
+        conditions.append(FilterCondition("input", "json_icontains", ascii_lower(input_contains)))
     return NormalizedFilter(tuple(conditions), (), aggregate) if conditions else MATCH_ALL
 
 

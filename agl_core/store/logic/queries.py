@@ -120,6 +120,7 @@ def check_rollout_query(query: RolloutQuery) -> NormalizedFilter:
         rollout_id_contains=query.rollout_id_contains,
         filter_logic=query.filter_logic,
         mode_in=query.mode_in,
+        input_contains=query.input_contains,
     )
     check_page(query.sort_by, query.sort_order, query.limit, query.offset, Rollout)
     return where

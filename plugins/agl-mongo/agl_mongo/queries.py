@@ -1,7 +1,8 @@
 """Filters, sorting and pagination translated to MongoDB queries, with the core stores' results.
 
 A `NormalizedFilter` (from `agl_core.store.logic`) becomes a query: ``exact`` is equality,
-``within`` is ``$in``, ``contains`` is a case-sensitive ``$regex`` of the escaped text (agl fix 5);
+``within`` is ``$in``, ``contains`` is a case-sensitive ``$regex`` of the escaped text (agl fix 5),
+``json_icontains`` a ``$regex`` on the stored JSON text with each ASCII letter as ``[Aa]``;
 ``must`` conditions are ANDed and the pool is combined with ``$and``/``$or``.
 
 Order: without ``sort_by`` documents come in insertion order (field ``o``). Sorting by a field that is
@@ -32,7 +33,17 @@ def _condition(cond: store_logic.FilterCondition) -> dict[str, Any]:
         return {cond.field: cond.value}
     if cond.op == "within":
         return {cond.field: {"$in": list(cond.value)}}
+    if cond.op == "json_icontains":
+        return {cond.field: {"$regex": _ascii_insensitive(cond.value)}}
     return {cond.field: {"$regex": re.escape(cond.value)}}
+
+
+def _ascii_insensitive(lowered: str) -> str:
+    """A regex of `lowered` (ASCII already lowered) that matches ASCII letters in either case, nothing else.
+
+    Spelled out (``[Aa]``) rather than the ``i`` option, which would also fold non-ASCII letters.
+    """
+    return "".join(f"[{c.upper()}{c}]" if "a" <= c <= "z" else re.escape(c) for c in lowered)
 
 
 def to_query(

@@ -6,10 +6,14 @@ The results equal the in-memory store's: ``exact`` -> ``col = $n``; ``within`` -
 `logic.sort_key_for`: ``*_time`` fields put NULL last ascending and first descending, other NULLs sort
 as the type's zero, text sorts by code point (``COLLATE "C"``, like Python), and ties keep insertion
 order in both directions.
+
+``json_icontains`` (a rollout's input) is ``strpos`` in the stored JSON text with its ASCII letters lowered
+by ``translate`` (locale-independent, unlike ``ILIKE`` and ``lower``), as SQLite's ``LIKE`` folds them.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +21,9 @@ from typing import Any
 from agl_core.store.logic import FilterCondition, NormalizedFilter, sort_key_for, validate_sort_order
 
 __all__ = ["Column", "order_by", "page_total", "where"]
+
+_UPPER = string.ascii_uppercase
+_LOWER = string.ascii_lowercase
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,9 @@ def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: lis
             return "FALSE"
         params.append(values)
         return f"{column.sql} = ANY(${len(params)}::{cast}[])"
+    if cond.op == "json_icontains":  # the column holds the JSON text; fold ASCII letters only, like SQLite
+        params.append(cond.value)
+        return f"strpos(translate({column.sql}, '{_UPPER}', '{_LOWER}'), ${len(params)}::text) > 0"
     if not column.text or not isinstance(cond.value, str):
         return "FALSE"
     params.append(cond.value)

@@ -259,6 +259,7 @@ class PostgresLightningStore(LightningStore):
         status: Sequence[RolloutStatus] | None = None,
         rollout_ids: Sequence[str] | None = None,
         mode_in: Sequence[RolloutMode] | None = None,
+        input_contains: str | None = None,
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """See `LightningStore.query_rollouts`."""
         statuses, ids = logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
@@ -268,6 +269,7 @@ class PostgresLightningStore(LightningStore):
             rollout_id_contains=rollout_id_contains,
             filter_logic=filter_logic,
             mode_in=mode_in,
+            input_contains=input_contains,
         )
         _check_page(sort_by, sort_order, limit, offset, Rollout)
         return await self._run(

@@ -54,12 +54,33 @@ def test_mode_filter_keeps_only_that_mode(watched: PageWatch) -> None:
     page.goto("/")
     expect(page.locator("#rollouts tbody tr").first).to_be_visible()
     page.select_option("#filter-mode", "train")
-    # by the server where it knows mode_in (then the pager counts only that mode), else on the page
-    summary = re.compile("status/mode/id filters|page match mode")
-    expect(page.locator("#rollouts-summary")).to_contain_text(summary)
+    # by the server (then the pager counts only that mode)
+    expect(page.locator("#rollouts-summary")).to_contain_text("status/mode/id/input filters")
     modes = page.locator("#rollouts tbody tr td:nth-child(3)").all_inner_texts()
     assert modes and set(modes) == {"train"}, modes
     page.select_option("#filter-mode", "")
+    assert_clean(watched)
+
+
+def test_input_filter_runs_on_the_server(watched: PageWatch, served: Served) -> None:
+    page = watched.page
+    page.goto("/")
+    expect(page.locator("#rollouts tbody tr").first).to_be_visible()
+    page.select_option("#page-size", "10")
+    pager, rows = page.locator(".pager"), page.locator("#rollouts tbody tr")
+    # ASCII letters in either case; the pager counts the matches of the whole store, not of one page
+    page.fill("#filter-input", XSS_MARK.upper())
+    expect(pager).to_contain_text("1\u20131 of 1")
+    expect(rows).to_have_count(1)
+    assert rows.first.get_attribute("data-rollout") == served.ids["hostile"]
+    expect(page.locator("#rollouts-summary")).not_to_contain_text("page match")
+    page.fill("#filter-input", "what is")
+    expect(pager).to_contain_text(re.compile(r"1\u201310 of (1[1-9]|[2-9]\d)"))  # more than one page
+    page.locator("#next").click()
+    expect(pager).to_contain_text("11\u2013")
+    inputs = page.locator("#rollouts tbody tr td.input").all_inner_texts()
+    assert inputs and all("What is" in text for text in inputs), inputs
+    page.fill("#filter-input", "")
     assert_clean(watched)
 
 

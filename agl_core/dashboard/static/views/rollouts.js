@@ -1,5 +1,5 @@
-// Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/mode/id filters, sorting,
-// paging). Text in the input is matched on the page shown (the store API has no filter on input).
+// Rollouts: one page at a time from GET /v1/agl/rollouts (server-side status/mode/id/input filters,
+// sorting, paging). A server predating `mode_in` or `input_contains` gets that filter on the page shown.
 import { get, newestRollouts } from "../api.js";
 import { badge, fmtDuration, fmtNumber, fmtTime, h, replace, routeLink } from "../dom.js";
 import { rewardsOf } from "../rewards.js";
@@ -17,16 +17,20 @@ const PAGE_SIZES = [10, 25, 50, 100, 200];
 const state = { status: [], mode: "", idContains: "", inputContains: "", sortBy: "", order: "desc",
   offset: 0, limit: 50 };
 
-// Whether the server filters by mode (`mode_in`, in the store API since agl 0.4); read once from its
-// OpenAPI document. A server without it gets the mode matched on the page shown instead.
-let serverModeFilter = null;
-async function modeFilterOnServer() {
-  if (serverModeFilter === null) {
+// Which of agl's newer filters the server knows (`mode_in`, `input_contains`: query parameters of
+// GET /v1/agl/rollouts); read once from its OpenAPI document. Those it lacks are matched on the page shown.
+let serverFilters = null;
+async function filtersOnServer() {
+  if (serverFilters === null) {
     const doc = await get("/openapi.json");
-    const params = doc.paths?.["/v1/agl/rollouts"]?.get?.parameters ?? [];
-    serverModeFilter = params.some((p) => p.name === "mode_in");
+    const names = new Set((doc.paths?.["/v1/agl/rollouts"]?.get?.parameters ?? []).map((p) => p.name));
+    serverFilters = { mode: names.has("mode_in"), input: names.has("input_contains") };
   }
-  return serverModeFilter;
+  return serverFilters;
+}
+
+function serverFilterNames(onServer) {
+  return ["status", ...(onServer.mode ? ["mode"] : []), "id", ...(onServer.input ? ["input"] : [])].join("/");
 }
 
 function inputText(input) {
@@ -51,7 +55,7 @@ export async function mount(container) {
   const modeSelect = h("select", { id: "filter-mode" },
     MODES.map((m) => h("option", { value: m, selected: state.mode === m }, m || "any mode")));
   const idInput = h("input", { id: "filter-id", placeholder: "id contains", value: state.idContains });
-  const inputInput = h("input", { id: "filter-input", placeholder: "input contains (this page)", value: state.inputContains });
+  const inputInput = h("input", { id: "filter-input", placeholder: "input contains", value: state.inputContains });
   const sizeSelect = h("select", { id: "page-size" },
     PAGE_SIZES.map((n) => h("option", { value: n, selected: n === state.limit }, `${n} / page`)));
 
@@ -59,7 +63,7 @@ export async function mount(container) {
     state.status = [...statusSelect.selectedOptions].map((o) => o.value);
     state.mode = modeSelect.value;
     state.idContains = idInput.value.trim();
-    state.inputContains = inputInput.value.trim().toLowerCase();
+    state.inputContains = inputInput.value.trim();
     state.limit = Number(sizeSelect.value);
   }
   const onFilter = () => {
@@ -129,24 +133,26 @@ export async function mount(container) {
   let generation = 0;
   async function load() {
     const mine = ++generation;
-    const modeOnServer = await modeFilterOnServer();
+    const onServer = await filtersOnServer();
     const filters = { status_in: state.status, rollout_id_contains: state.idContains };
-    if (modeOnServer && state.mode) filters.mode_in = [state.mode];
+    if (onServer.mode && state.mode) filters.mode_in = [state.mode];
+    if (onServer.input && state.inputContains) filters.input_contains = state.inputContains;
     const [page, stats] = await Promise.all([fetchPage(filters), get("/statistics")]);
     if (mine !== generation) return;
     total = page.total;
     let rows = page.items;
     const onPage = [];
-    if (state.mode && !modeOnServer) {
+    if (state.mode && !onServer.mode) {
       rows = rows.filter((r) => r.mode === state.mode);
       onPage.push("mode");
     }
-    if (state.inputContains) {
-      rows = rows.filter((r) => inputText(r.input).toLowerCase().includes(state.inputContains));
+    if (state.inputContains && !onServer.input) {
+      const wanted = state.inputContains.toLowerCase();
+      rows = rows.filter((r) => inputText(r.input).toLowerCase().includes(wanted));
       onPage.push("input");
     }
     summary.textContent = `${stats.total_rollouts} rollouts in the store · ${stats.total_spans} spans · ` +
-      `${page.total} match the ${modeOnServer ? "status/mode/id" : "status/id"} filters` +
+      `${page.total} match the ${serverFilterNames(onServer)} filters` +
       (onPage.length ? ` · ${rows.length} of this page match ${onPage.join("/")}` : "");
     const last = Math.min(state.offset + page.items.length, page.total);
     pageInfo.textContent = page.total ? `${state.offset + 1}–${last} of ${page.total}` : "no rollouts";
