@@ -13,9 +13,9 @@ this process (all its threads, so the SQLite store's too; for ``http`` the serve
 which leaves out waiting for a core on a busy machine, ``us_wall`` the wall-clock time. Each size's
 figures are also written to stderr as soon as they are measured.
 
-Workload (what a long training run leaves behind): every rollout is started by a worker (ten
-rollouts per worker id, so workers grow with the store), gets 10 LLM-call spans in one
-``add_many_spans`` and succeeds, except the newest ``--running`` rollouts (default 200), which stay
+Workload (what a long training run leaves behind): every rollout is claimed by a worker (ten
+rollouts per worker id, so workers grow with the store), gets 10 LLM-call spans and succeeds
+(filled in batches, see `Filler.grow_to`), except the newest ``--running`` rollouts (default 200), which stay
 ``running`` on their workers, so the running set and the busy workers stay the same size at every
 store size.
 
@@ -51,10 +51,11 @@ from typing import Any
 from store_workload import SPAN_TEMPLATE_FIELDS
 
 from agl_core.store import LightningStore, open_store
-from agl_core.types import Span
+from agl_core.types import AttemptedRollout, EnqueueRolloutRequest, Span
 
 SPANS_PER_ROLLOUT = 10
 ROLLOUTS_PER_WORKER = 10
+FILL_BATCH = 1_000  # rollouts per filling batch (10k spans in one add_many_spans)
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 BACKENDS = ("memory", "sqlite")
 TEMPLATE = Span.from_attributes(**SPAN_TEMPLATE_FIELDS)
@@ -96,24 +97,48 @@ class Filler:
         self.running: list[tuple[str, str]] = []
 
     async def grow_to(self, target: int) -> None:
-        """Add rollouts until `target` are stored by the filler; only the newest stay running."""
+        """Add rollouts until `target` are stored by the filler; only the newest stay running.
+
+        Filled in batches of `FILL_BATCH` rollouts: one ``enqueue_many_rollouts``, one
+        ``dequeue_many_rollouts`` per worker (its ten rollouts), one ``add_many_spans`` for all their
+        spans and one ``update_attempt`` per finished rollout, which leaves the same store as starting
+        each rollout on its worker with ``start_rollout`` at a third of the transactions.
+        """
         store = self.store
         for rollout_id, attempt_id in self.running:
             await store.update_attempt(rollout_id, attempt_id, status="succeeded")
         self.running = []
         keep_running_from = target - self.running_limit
         while self.size < target:
-            index = self.size
-            worker_id = f"worker-{index // ROLLOUTS_PER_WORKER:07d}"
-            attempted = await store.start_rollout({"task": "scale", "index": index}, worker_id=worker_id)
-            rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
-            await store.add_many_spans(spans_for(rollout_id, attempt_id, 1, SPANS_PER_ROLLOUT))
-            if index >= keep_running_from:
-                self.running.append((rollout_id, attempt_id))
-            else:
-                await store.update_attempt(rollout_id, attempt_id, status="succeeded")
-            self.filled.append(rollout_id)
-            self.size += 1
+            first = self.size
+            count = min(FILL_BATCH, target - first)
+            await store.enqueue_many_rollouts(
+                [
+                    EnqueueRolloutRequest(input={"task": "scale", "index": i})
+                    for i in range(first, first + count)
+                ]
+            )
+            claimed: list[AttemptedRollout] = []
+            index = first
+            while index < first + count:
+                worker_id = f"worker-{index // ROLLOUTS_PER_WORKER:07d}"
+                limit = min(ROLLOUTS_PER_WORKER - index % ROLLOUTS_PER_WORKER, first + count - index)
+                got = await store.dequeue_many_rollouts(limit=limit, worker_id=worker_id)
+                assert len(got) == limit, "the queue ran dry: another client is using this store"
+                claimed.extend(got)
+                index += limit
+            spans: list[Span] = []
+            for attempted in claimed:
+                spans += spans_for(attempted.rollout_id, attempted.attempt.attempt_id, 1, SPANS_PER_ROLLOUT)
+            await store.add_many_spans(spans)
+            for offset, attempted in enumerate(claimed):
+                rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
+                if first + offset >= keep_running_from:
+                    self.running.append((rollout_id, attempt_id))
+                else:
+                    await store.update_attempt(rollout_id, attempt_id, status="succeeded")
+                self.filled.append(rollout_id)
+            self.size += count
 
 
 async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> list[tuple[float, float]]:
