@@ -43,6 +43,12 @@ def __getattr__(name: str) -> Any:
         from agl_core.tracer.agentops import AgentOpsTracer
 
         return AgentOpsTracer
+    if (
+        name == "WeaveTracer"
+    ):  # Agent Lightning 0.3's tracer.weave.WeaveTracer; the agl-weave plugin provides it
+        from agl_core.tracer.weave import WeaveTracer
+
+        return WeaveTracer
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agl_core.tracer' has no attribute {name!r}")

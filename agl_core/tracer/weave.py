@@ -1,6 +1,10 @@
 """Compatibility module for Agent Lightning 0.3's ``agentlightning.tracer.weave``.
 
-Listed in docs/migrating-from-agent-lightning.md."""
+Listed in docs/migrating-from-agent-lightning.md.
+
+``WeaveTracer`` and its helper classes live in the agl-weave plugin (``pip install agl-weave``) and are
+loaded on first access; the small functions below need no plugin.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +12,27 @@ import re
 from datetime import datetime
 from typing import Any
 
-from agl_core._compat import module_getattr
+from agl_core._compat import PluginName, import_required, module_getattr
 
-__all__ = []
+__all__ = [
+    "WeaveSpanRecordingContext",  # noqa: F822 (resolved by __getattr__)
+    "WeaveTracer",  # noqa: F822
+    "WeaveTracerManagedTraceServer",  # noqa: F822
+    "get_timestamp_or_throw",
+    "op_name_to_func_name",
+    "random_project_name",
+]
 
-_NAMES: dict[str, Any] = {}
 
-_REASON = (
-    "agl has no Weave tracer; OtelTracer (the default) records every OpenTelemetry span, so export "
-    "Weave's OpenTelemetry spans or use the LLM proxy"
-)
+def _from_plugin(module: str, name: str) -> Any:
+    return lambda: getattr(import_required(module, name, "agl-weave"), name)
 
-_DROPPED: dict[str, str] = dict.fromkeys(
-    ["WeaveTracer", "WeaveSpanRecordingContext", "WeaveTracerManagedTraceServer"], _REASON
-)
+
+_NAMES: dict[str, Any] = {
+    "WeaveTracer": PluginName("tracer", "weave", "agl-weave"),
+    "WeaveSpanRecordingContext": _from_plugin("agl_weave.recording", "WeaveSpanRecordingContext"),
+    "WeaveTracerManagedTraceServer": _from_plugin("agl_weave.tracer", "WeaveTracerManagedTraceServer"),
+}
 
 _OP_NAME = re.compile(r"/([^/:]+):")
 
@@ -46,4 +57,4 @@ def get_timestamp_or_throw(date: datetime | None, field_name: str) -> float:
     return date.timestamp()
 
 
-__getattr__ = module_getattr("agl_core.tracer.weave", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.tracer.weave", _NAMES)

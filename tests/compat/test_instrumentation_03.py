@@ -21,6 +21,18 @@ from agl_core.instrumentation.litellm import instrument_litellm, uninstrument_li
 from agl_core.instrumentation.vllm import instrument_vllm, uninstrument_vllm
 
 
+def instrument_weave_without_plugin() -> None:
+    from agl_core.instrumentation.weave import instrument_weave  # noqa: F401
+
+
+def server_class_without_plugin() -> None:
+    from agl_core.instrumentation.weave import InMemoryWeaveTraceServer  # noqa: F401
+
+
+def recording_class_without_plugin() -> None:
+    from agl_core.tracer.weave import WeaveSpanRecordingContext  # noqa: F401
+
+
 def test_installed_flags_are_booleans_as_in_03() -> None:
     for flag in ("AGENTOPS_INSTALLED", "AGENTOPS_LANGCHAIN_INSTALLED", "LITELLM_INSTALLED"):
         assert isinstance(getattr(instrumentation, flag), bool)
@@ -37,6 +49,9 @@ def test_installed_flags_are_booleans_as_in_03() -> None:
         (instrument_agentops_langchain, "agentops", "pip install agl-agentops"),
         (instrument_litellm, "litellm", "pip install litellm"),
         (instrument_vllm, "vllm", "pip install 'vllm>=0.10.2'"),
+        (instrument_weave_without_plugin, "agl_weave", "pip install agl-weave"),
+        (server_class_without_plugin, "agl_weave", "pip install agl-weave"),
+        (recording_class_without_plugin, "agl_weave", "pip install agl-weave"),
     ],
 )
 def test_missing_library_names_the_package_to_install(call: Any, module: str, hint: str) -> None:

@@ -21,6 +21,8 @@ PLUGIN_NAMES = [
     ("agl_core.tracer", "AgentOpsTracer", "agl-agentops"),
     ("agl_core.tracer.agentops", "AgentOpsTracer", "agl-agentops"),
     ("agl_core.store.mongo", "MongoLightningStore", "agl-mongo"),
+    ("agl_core.tracer", "WeaveTracer", "agl-weave"),
+    ("agl_core.tracer.weave", "WeaveTracer", "agl-weave"),
 ]
 
 
@@ -51,7 +53,7 @@ def test_plugin_names_resolve_to_the_registered_implementation(plugin_manager: P
 
 
 DROPPED = [
-    ("agl_core.tracer.weave", "WeaveTracer", "OtelTracer"),
+    ("agl_core.store.collection.mongo", "MongoLightningCollections", "MongoLightningStore"),
 ]
 
 

@@ -1,0 +1,52 @@
+"""agl-weave: W&B Weave calls recorded as spans in the agl store (tracer ``"weave"``), fully offline.
+
+Importing this package is cheap: the names below load ``weave`` only when first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = version("agl-weave")  # one source: agl_core/__init__.py, through the build metadata
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
+
+__all__ = [
+    "InMemoryWeaveTraceServer",
+    "WeaveSpanRecordingContext",
+    "WeaveTracer",
+    "WeaveTracerManagedTraceServer",
+    "__version__",
+    "instrument_weave",
+    "is_weave_instrumented",
+    "uninstrument_weave",
+]
+
+_LAZY = {
+    "InMemoryWeaveTraceServer": "agl_weave.server",
+    "WeaveSpanRecordingContext": "agl_weave.recording",
+    "WeaveTracer": "agl_weave.tracer",
+    "WeaveTracerManagedTraceServer": "agl_weave.tracer",
+    "instrument_weave": "agl_weave.instrumentation",
+    "is_weave_instrumented": "agl_weave.instrumentation",
+    "uninstrument_weave": "agl_weave.instrumentation",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agl_weave' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agl_weave.instrumentation import instrument_weave, is_weave_instrumented, uninstrument_weave
+    from agl_weave.recording import WeaveSpanRecordingContext
+    from agl_weave.server import InMemoryWeaveTraceServer
+    from agl_weave.tracer import WeaveTracer, WeaveTracerManagedTraceServer
