@@ -106,8 +106,8 @@ def unpack(stored: StoredSpan) -> Span:
         _set_extra(span, {})
         _set_private(span, None)
         return span
-    if stored.__class__ is tuple:  # (not `cls`: mypy narrows `stored` on this test only)
-        values, names, extra = stored
+    if cls is tuple:
+        values, names, extra = stored  # type: ignore[misc]
         span = _new(Span)
         _set_dict(span, values)
         # A caller setting an unknown attribute adds its name to the fields-set: give each its own.
@@ -120,10 +120,12 @@ def unpack(stored: StoredSpan) -> Span:
 
 def stored_attempt_id(stored: StoredSpan) -> str:
     """The attempt id of a stored span."""
-    if isinstance(stored, Span):
-        return stored.attempt_id
-    attempt_id: str = (stored[0] if isinstance(stored, tuple) else stored)["attempt_id"]
-    return attempt_id
+    cls = stored.__class__
+    if cls is dict:
+        return stored["attempt_id"]  # type: ignore[index,no-any-return]
+    if cls is tuple:
+        return stored[0]["attempt_id"]  # type: ignore[index,no-any-return]
+    return stored.attempt_id  # type: ignore[union-attr]
 
 
 def unpack_spans(stored: list[StoredSpan], attempt_id: str | None) -> list[Span]:
