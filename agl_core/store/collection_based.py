@@ -14,6 +14,7 @@ are the better choice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
@@ -278,10 +279,10 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             self._closed = True
             self._waiters.wake_all()
 
-    def _read(self) -> Any:
+    def _read(self) -> contextlib.AbstractAsyncContextManager[LightningCollections]:
         return self.collections.atomic(mode="r", snapshot=self._read_snapshot)
 
-    def _write(self) -> Any:
+    def _write(self) -> contextlib.AbstractAsyncContextManager[LightningCollections]:
         return self.collections.atomic(mode="rw")
 
     def _finished(self, rollout_id: str) -> None:

@@ -15,6 +15,7 @@ in process and over HTTP; their JSON schema still lists the allowed values.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, get_args
 
@@ -84,7 +85,7 @@ class RolloutQuery(StoreQuery):
     ADDED_FIELDS: ClassVar[frozenset[str]] = frozenset(("mode_in", "input_contains"))
 
     status_in: RolloutStatusList = None
-    rollout_id_in: list[str] | None = None
+    rollout_id_in: Sequence[str] | None = None
     rollout_id_contains: str | None = None
     filter_logic: FilterLogicField = "and"
     sort_by: str | None = None

@@ -367,7 +367,7 @@ def normalize_filter_options(
             merge_must_filters(must, ops)
         else:
             normalized[field] = cast(FilterField, dict(cast(Mapping[str, Any], ops)))
-    return normalized or None, must or None, cast(Literal["and", "or"], aggregate)
+    return normalized or None, must or None, aggregate
 
 
 def resolve_sort_options(sort: SortOptions | None) -> tuple[str | None, Literal["asc", "desc"]]:

@@ -134,7 +134,7 @@ class ListBasedCollection(Collection[T]):
     def _write(self, item: T, mode: MutationMode, update_fields: Sequence[str] | None) -> T | None:
         first, rest = self._key(item)
         bucket = self._items.get(first)
-        existing = None if bucket is None else bucket.get(rest)
+        existing: T | None = None if bucket is None else bucket.get(rest)
         if existing is None:
             if mode in ("update", "delete"):
                 raise ValueError(f"No item with primary key {(first, *rest)!r} in {self._id}")
@@ -147,8 +147,9 @@ class ListBasedCollection(Collection[T]):
             raise DuplicatedPrimaryKeyError(
                 f"An item with primary key {(first, *rest)!r} is already in {self._id}"
             )
+        assert bucket is not None  # `existing` came from it
         if mode == "delete":
-            del bucket[rest]  # type: ignore[index]
+            del bucket[rest]
             if not bucket:
                 del self._items[first]
             self._size -= 1
@@ -158,8 +159,9 @@ class ListBasedCollection(Collection[T]):
         elif not update_fields:
             return existing
         else:
+            # items are pydantic models, but T is unbounded (as in Agent Lightning 0.3's collections)
             stored = existing.model_copy(update={f: getattr(item, f) for f in update_fields})  # type: ignore[attr-defined]
-        bucket[rest] = stored  # type: ignore[index]
+        bucket[rest] = stored
         return stored
 
     def _candidates(self, filter: FilterOptions | None) -> Iterable[T]:
@@ -326,7 +328,8 @@ class DictBasedKeyValue(KeyValue[K, V]):
     async def inc(self, key: K, amount: V) -> V:
         """Add ``amount`` (a number) to the value of ``key`` (0 when unset); return the new value."""
         ensure_numeric(amount, description="amount")
-        value = self._values.get(key, 0) + amount  # type: ignore[operator]
+        current: Any = self._values.get(key, 0)  # a number: ensure_numeric checks what is added
+        value: V = current + amount
         self._values[key] = value
         return value
 

@@ -256,7 +256,7 @@ class LightningStoreClient(LightningStore):
 
     def _delay(self, attempt: int, deadline: float) -> float:
         first, cap = self.backoff
-        step = min(cap, first * (2 ** (attempt - 1)))
+        step: float = min(cap, first * (2 ** (attempt - 1)))
         delay = step / 2 + random.uniform(0, step / 2)
         return max(0.0, min(delay, deadline - time.monotonic()))
 

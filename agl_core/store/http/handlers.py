@@ -138,7 +138,8 @@ class StoreApi:
         try:
             if issubclass(model, BaseModel):
                 return model.model_validate(data)
-            return _adapter(model).validate_python(data)
+            # mypy does not count a class as Hashable (it reads __hash__ as an unbound method)
+            return _adapter(model).validate_python(data)  # type: ignore[arg-type]
         except ValidationError as exc:
             raise _query_error(exc, "query parameters") from None
 

@@ -106,6 +106,7 @@ def proxy_for(
         return None
     proxies = urllib.request.getproxies_environment()
     url = proxies.get(scheme)
-    if not url or urllib.request.proxy_bypass_environment(f"{host}:{port}", proxies):
+    # typeshed leaves out proxy_bypass_environment (urllib.request has it, undocumented, since Python 3.2)
+    if not url or urllib.request.proxy_bypass_environment(f"{host}:{port}", proxies):  # type: ignore[attr-defined]
         return None
     return parse_proxy_url(url)

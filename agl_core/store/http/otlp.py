@@ -481,4 +481,5 @@ def encode_traces_response(result: IngestResult, as_json: bool) -> bytes:
     if result.rejected:
         response.partial_success.rejected_spans = result.rejected
         response.partial_success.error_message = message
-    return response.SerializeToString()
+    serialized: bytes = response.SerializeToString()  # protobuf's generated classes are untyped
+    return serialized

@@ -12,9 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 from agl_core.adapter.doctor import DoctorReport
 from agl_core.store.http import models as m
-from agl_core.types import Attempt, NamedResources, PaginatedResult, ResourcesUpdate, Rollout, Span, Worker
+from agl_core.types import (
+    Attempt,
+    AttemptedRollout,
+    NamedResources,
+    PaginatedResult,
+    ResourcesUpdate,
+    Rollout,
+    Span,
+    Worker,
+)
 
 __all__ = ["API_PREFIX", "OTLP_TRACES_PATH", "ROUTES", "Route", "route_by_name"]
 
@@ -39,7 +50,7 @@ class Route:
     body: Any = None
     """Type of the JSON body (a pydantic model or any type pydantic validates), or None."""
     body_required: bool = False
-    query: type[m.BaseModel] | None = None
+    query: type[BaseModel] | None = None
     """Model of the query-string parameters (GET routes)."""
     response: Any = None
     """Type of the JSON answer (None: ``null`` is the only answer)."""
@@ -102,7 +113,7 @@ ROUTES: tuple[Route, ...] = (
         f"{P}/queues/rollouts/dequeue",
         "Claim up to `limit` queued rollouts (dequeue_rollout / dequeue_many_rollouts).",
         body=m.DequeueBody,
-        response=list[m.AttemptedRollout],
+        response=list[AttemptedRollout],
         mutating=True,
     ),
     # rollouts
@@ -113,7 +124,7 @@ ROUTES: tuple[Route, ...] = (
         "Create a rollout with attempt #1 (start_rollout).",
         body=m.StartRolloutBody,
         body_required=True,
-        response=m.AttemptedRollout,
+        response=AttemptedRollout,
         status=201,
         mutating=True,
     ),
@@ -155,7 +166,7 @@ ROUTES: tuple[Route, ...] = (
         f"{P}/rollouts/{{rollout_id}}/attempts",
         "New attempt (start_attempt).",
         body=m.StartAttemptBody,
-        response=m.AttemptedRollout,
+        response=AttemptedRollout,
         status=201,
         mutating=True,
     ),
