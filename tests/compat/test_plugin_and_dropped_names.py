@@ -16,6 +16,8 @@ from agl_core.plugins import PluginManager
 PLUGIN_NAMES = [
     ("agl_core.algorithm.apo", "APO", "agl-apo"),
     ("agl_core.algorithm.apo.apo", "APO", "agl-apo"),
+    ("agl_core.algorithm.apo.apo", "GRADIENT_PROMPT_FILES", "agl-apo"),
+    ("agl_core.algorithm.apo.apo", "VersionedPromptTemplate", "agl-apo"),
     ("agl_core.algorithm.verl", "VERL", "agl-verl"),
     ("agl_core.algorithm.verl.interface", "VERL", "agl-verl"),
     ("agl_core.tracer", "AgentOpsTracer", "agl-agentops"),
