@@ -23,6 +23,8 @@ PLUGIN_NAMES = [
     ("agl_core.tracer", "AgentOpsTracer", "agl-agentops"),
     ("agl_core.tracer.agentops", "AgentOpsTracer", "agl-agentops"),
     ("agl_core.store.mongo", "MongoLightningStore", "agl-mongo"),
+    ("agl_core.store.collection.mongo", "MongoLightningCollections", "agl-mongo"),
+    ("agl_core.store.collection.mongo", "MongoClientPool", "agl-mongo"),
 ]
 
 
