@@ -34,23 +34,37 @@ class NotProvidedError(ImportError):
 
 
 class PluginName:
-    """A 0.3 name now in a plugin: ``kind``/``name`` in the plugin registry, from ``distribution``."""
+    """A 0.3 name now in a plugin: ``kind``/``name`` in the plugin registry, from ``distribution``.
 
-    def __init__(self, kind: str, name: str, distribution: str) -> None:
-        self.kind, self.name, self.distribution = kind, name, distribution
+    With ``attribute``, the name is that attribute of the module the registered component is defined in
+    (a helper 0.3 kept next to the component, e.g. APO's prompt files next to ``APO``).
+    """
+
+    def __init__(self, kind: str, name: str, distribution: str, attribute: str | None = None) -> None:
+        self.kind, self.name, self.distribution, self.attribute = kind, name, distribution, attribute
 
     def load(self, public_name: str) -> Any:
-        """The plugin's class or factory; `NotProvidedError` with the ``pip install`` hint when missing."""
+        """The plugin's object; `NotProvidedError` with the ``pip install`` hint when missing."""
         from agl_core.errors import UnknownComponentError
         from agl_core.plugins import get_registry
 
         try:
-            return get_registry(self.kind).resolve(self.name)
+            component = get_registry(self.kind).resolve(self.name)
         except UnknownComponentError as exc:
             raise NotProvidedError(
                 f"{public_name} is provided by the {self.distribution} plugin: "
                 f"pip install {self.distribution} ({exc})"
             ) from exc
+        if self.attribute is None:
+            return component
+        module = importlib.import_module(component.__module__)
+        try:
+            return getattr(module, self.attribute)
+        except AttributeError:
+            raise NotProvidedError(
+                f"{public_name} needs a newer {self.distribution}: pip install --upgrade {self.distribution} "
+                f"({module.__name__} has no {self.attribute})"
+            ) from None
 
 
 def not_provided(public_name: str, replacement: str) -> NotProvidedError:

@@ -15,7 +15,6 @@ from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.trace import StatusCode
 
 import agl_core as agl
-from agl_core._compat import NotProvidedError
 from agl_core.adapter.messages import convert_to_openai_messages, group_genai_dict
 from agl_core.adapter.triplet import Transition
 from agl_core.cli.prometheus import create_prometheus_app, ensure_prometheus_dir
@@ -118,17 +117,6 @@ async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.Monke
         assert (await client.get("/health")).status == 200
         response = await client.get("/v1/prometheus")
         assert response.status == 200 and response.content_type == "text/plain"
-
-
-@pytest.mark.parametrize(
-    ("module", "name", "replacement"),
-    [
-        ("agl_core.algorithm.apo.apo", "GRADIENT_PROMPT_FILES", "agl_apo.prompts"),
-    ],
-)
-def test_replaced_internals_name_the_replacement(module: str, name: str, replacement: str) -> None:
-    with pytest.raises(NotProvidedError, match=replacement):
-        getattr(importlib.import_module(module), name)
 
 
 async def test_spans_from_proto_resolves_ids_like_the_store_intake() -> None:

@@ -2,8 +2,9 @@
 
 Listed in docs/migrating-from-agent-lightning.md.
 
-``APO`` lives in the agl-apo plugin (``pip install agl-apo``) and is loaded on first access; its helpers
-are the plugin's own business.
+``APO`` and 0.3's helpers next to it (``GRADIENT_PROMPT_FILES``, ``APPLY_EDIT_PROMPT_FILES``: POML files
+of agl-apo's own prompts; ``RolloutResultForAPO``, ``VersionedPromptTemplate``) live in the agl-apo plugin
+(``pip install agl-apo``) and are loaded on first access.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from agl_core._compat import PluginName, module_getattr
 
 __all__ = ["APO"]  # noqa: F822 (resolved by __getattr__)
 
+_HELPERS = [
+    "APPLY_EDIT_PROMPT_FILES",
+    "GRADIENT_PROMPT_FILES",
+    "RolloutResultForAPO",
+    "VersionedPromptTemplate",
+]
+
 _NAMES: dict[str, Any] = {
     "APO": PluginName("algorithm", "apo", "agl-apo"),
+    **{name: PluginName("algorithm", "apo", "agl-apo", attribute=name) for name in _HELPERS},
 }
 
-_DROPPED: dict[str, str] = dict.fromkeys(
-    ["APPLY_EDIT_PROMPT_FILES", "GRADIENT_PROMPT_FILES", "RolloutResultForAPO", "VersionedPromptTemplate"],
-    "agl-apo has no POML prompt files or per-rollout POML records; its critic and editor prompts are built "
-    "in agl_apo.prompts and its beam in agl_apo.search",
-)
-
-__getattr__ = module_getattr("agl_core.algorithm.apo.apo", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.algorithm.apo.apo", _NAMES)

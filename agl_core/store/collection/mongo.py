@@ -1,32 +1,29 @@
 """Compatibility module for Agent Lightning 0.3's ``agentlightning.store.collection.mongo``.
 
-Listed in docs/migrating-from-agent-lightning.md."""
+Listed in docs/migrating-from-agent-lightning.md. The Mongo collections (`MongoLightningCollections`,
+`MongoClientPool`, ...) are agl-mongo's (``pip install agl-mongo``), loaded on first access.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from agl_core._compat import module_getattr
+from agl_core._compat import PluginName, module_getattr
 
 __all__: list[str] = []
 
-_NAMES: dict[str, Any] = {}
+_CLASSES = [
+    "MongoBasedCollection",
+    "MongoBasedKeyValue",
+    "MongoBasedQueue",
+    "MongoClientPool",
+    "MongoLightningCollections",
+]
 
-_REASON = (
-    "agl's collections layer (agl_core.store.collection) is in memory only; for MongoDB use the agl-mongo "
-    "plugin's MongoLightningStore (a LightningStore, not collections)"
-)
-
-_DROPPED: dict[str, str] = dict.fromkeys(
-    [
-        "MongoBasedCollection",
-        "MongoBasedKeyValue",
-        "MongoBasedQueue",
-        "MongoClientPool",
-        "MongoLightningCollections",
-    ],
-    _REASON,
-)
+# agl-mongo's collections, found through the module of its registered store (agl_mongo.store).
+_NAMES: dict[str, Any] = {
+    name: PluginName("store", "mongo", "agl-mongo", attribute=name) for name in _CLASSES
+}
 
 
 def _is_pymongo(exc: BaseException, class_name: str) -> bool:
@@ -49,4 +46,4 @@ def resolve_mongo_error_type(exc: BaseException | None) -> str | None:
     return f"{type(exc).__name__}{suffix}"
 
 
-__getattr__ = module_getattr("agl_core.store.collection.mongo", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.store.collection.mongo", _NAMES)

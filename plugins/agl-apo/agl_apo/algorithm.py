@@ -10,6 +10,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+# Agent Lightning 0.3 kept these next to APO (agl_core.algorithm.apo.apo resolves them from here)
+from agl_apo.compat03 import (  # noqa: F401
+    APPLY_EDIT_PROMPT_FILES,
+    GRADIENT_PROMPT_FILES,
+    RolloutResultForAPO,
+    VersionedPromptTemplate,
+)
 from agl_apo.optimizer import OptimizerConfigError, OptimizerLLM
 from agl_apo.report import APOReport
 from agl_apo.search import BeamSearch
