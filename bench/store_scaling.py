@@ -55,7 +55,7 @@ from agl_core.types import AttemptedRollout, EnqueueRolloutRequest, Span
 
 SPANS_PER_ROLLOUT = 10
 ROLLOUTS_PER_WORKER = 10
-FILL_BATCH = 1_000  # rollouts per filling batch (10k spans in one add_many_spans)
+FILL_BATCH = 1_000  # rollouts per enqueue_many_rollouts while filling
 DEFAULT_SIZES = (1_000, 10_000, 100_000)
 BACKENDS = ("memory", "sqlite")
 TEMPLATE = Span.from_attributes(**SPAN_TEMPLATE_FIELDS)
@@ -99,10 +99,11 @@ class Filler:
     async def grow_to(self, target: int) -> None:
         """Add rollouts until `target` are stored by the filler; only the newest stay running.
 
-        Filled in batches of `FILL_BATCH` rollouts: one ``enqueue_many_rollouts``, one
-        ``dequeue_many_rollouts`` per worker (its ten rollouts), one ``add_many_spans`` for all their
-        spans and one ``update_attempt`` per finished rollout, which leaves the same store as starting
-        each rollout on its worker with ``start_rollout`` at a third of the transactions.
+        Filled in batches of `FILL_BATCH` rollouts: one ``enqueue_many_rollouts``, then per worker one
+        ``dequeue_many_rollouts`` (its ten rollouts) and one ``add_many_spans`` (their 100 spans, so
+        few spans are alive at once and the memory figures count the store, not the filler), and one
+        ``update_attempt`` per finished rollout: the same store as starting each rollout on its worker
+        with ``start_rollout``, at less than half the transactions.
         """
         store = self.store
         for rollout_id, attempt_id in self.running:
@@ -125,12 +126,14 @@ class Filler:
                 limit = min(ROLLOUTS_PER_WORKER - index % ROLLOUTS_PER_WORKER, first + count - index)
                 got = await store.dequeue_many_rollouts(limit=limit, worker_id=worker_id)
                 assert len(got) == limit, "the queue ran dry: another client is using this store"
+                spans: list[Span] = []
+                for attempted in got:
+                    spans += spans_for(
+                        attempted.rollout_id, attempted.attempt.attempt_id, 1, SPANS_PER_ROLLOUT
+                    )
+                await store.add_many_spans(spans)
                 claimed.extend(got)
                 index += limit
-            spans: list[Span] = []
-            for attempted in claimed:
-                spans += spans_for(attempted.rollout_id, attempted.attempt.attempt_id, 1, SPANS_PER_ROLLOUT)
-            await store.add_many_spans(spans)
             for offset, attempted in enumerate(claimed):
                 rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
                 if first + offset >= keep_running_from:

@@ -2,16 +2,18 @@
 
 A `Span` object as callers build it costs about 1.9 KB before its own data: the instance, its
 ``__dict__`` of 16 fields (a 464-byte dict), its own ``__pydantic_fields_set__`` (a set of 16 names,
-about 1.2 KB, the largest part) and an empty ``__pydantic_extra__`` dict. The store keeps instead only
-the field values, in a *split* dict (CPython stores the 16 keys once for all such dicts: about 230
-bytes), with the rollout and attempt ids replaced by the store's own strings. A span that has extra
+about 1.2 KB, the largest part) and an empty ``__pydantic_extra__`` dict. The store keeps instead a
+`Span` of its own (80 bytes) whose values sit in a *split* dict (CPython stores the 16 keys once for
+all such dicts: about 200 bytes), with the rollout and attempt ids replaced by the store's own strings,
+and which shares one fields-set and one read-only empty extras dict with every other stored span.
+Reads return these stored spans as they are (no object is built per read). A span that has extra
 fields or not every field set is kept as ``(values, fields_set, extra)`` with one shared fields-set
-object per distinct set of names. Spans of a subclass of `Span`, or with private attributes, are kept
-as given.
+object per distinct set of names, and `unpack` builds a new `Span` for it on every read. Spans of a
+subclass of `Span`, or with private attributes, are kept as given.
 
-`unpack` wraps the stored values in a new `Span` on every read (cheap: no copy), so reassigning a field
-of the span given to `add_span` no longer changes the stored copy. Returned spans share their values
-with the store, like every object the store returns: treat them as read-only.
+Reassigning a field of the span given to `add_span` does not change the stored copy. Returned spans
+are the store's own, like every object the store returns: treat them as read-only (setting an
+attribute that is not a field raises `TypeError`; use ``span.model_copy(update=...)``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from agl_core.types import Span
 
 __all__ = ["SpanPacker", "StoredSpan", "stored_attempt_id", "unpack", "unpack_spans"]
 
-StoredSpan = dict[str, Any] | tuple[dict[str, Any], set[str], dict[str, Any] | None] | Span
-"""What the store keeps per span: its values, the values with their fields-set and extras, or the span."""
+StoredSpan = Span | tuple[dict[str, Any], set[str], dict[str, Any] | None]
+"""What the store keeps per span: a span (its own or the caller's), or values, fields-set and extras."""
 
 _FIELDS: tuple[str, ...] = tuple(Span.model_fields)
 _COUNT = len(_FIELDS)
@@ -63,7 +65,34 @@ class _SpanValues:
 if tuple(vars(_SpanValues(dict.fromkeys(_FIELDS), "", ""))) != _FIELDS:  # Span's fields changed
     raise ImportError("agl_core.store._memory_spans: update _SpanValues to the fields of Span")
 
-_ALL_FIELDS: set[str] = set(_FIELDS)  # the fields-set of every span stored as plain values
+_ALL_FIELDS: set[str] = set(_FIELDS)  # the fields-set of every span the store builds with all fields
+
+
+class _NoExtras(dict[str, Any]):
+    """The empty ``__pydantic_extra__`` shared by the stored spans: read-only, copied as a plain dict."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(
+            "spans returned by the in-memory store are shared and read-only; "
+            "use span.model_copy(update={...}) for a changed copy"
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __copy__(self) -> dict[str, Any]:
+        return {}
+
+    def __deepcopy__(self, memo: Any) -> dict[str, Any]:
+        return {}
+
+    def __reduce__(self) -> Any:
+        return (dict, ())
+
+
+_NO_EXTRAS = _NoExtras()
 
 
 class SpanPacker:
@@ -82,13 +111,19 @@ class SpanPacker:
         if len(values) != _COUNT:
             return span
         try:
+            # (200 bytes; a copy of a split dict would hold a 100 bytes larger value array)
             stored = vars(_SpanValues(values, rollout_id, attempt_id))
-        except KeyError:
+        except KeyError:  # a name that is not a field: keep the span as given
             return span
         names = span.__pydantic_fields_set__
         extra = span.__pydantic_extra__
         if not extra and names == _ALL_FIELDS:
-            return stored
+            own = _new(Span)
+            _set_dict(own, stored)
+            _set_fields(own, _ALL_FIELDS)
+            _set_extra(own, _NO_EXTRAS)
+            _set_private(own, None)
+            return own
         key = frozenset(names)
         shared = self._fields_sets.get(key)
         if shared is None:
@@ -97,16 +132,8 @@ class SpanPacker:
 
 
 def unpack(stored: StoredSpan) -> Span:
-    """A `Span` equal to the one that was packed (a span kept as given is returned as is)."""
-    cls = stored.__class__
-    if cls is dict:
-        span = _new(Span)
-        _set_dict(span, stored)
-        _set_fields(span, _ALL_FIELDS)
-        _set_extra(span, {})
-        _set_private(span, None)
-        return span
-    if cls is tuple:
+    """A `Span` equal to the one that was packed (a stored span is returned as is)."""
+    if stored.__class__ is tuple:
         values, names, extra = stored  # type: ignore[misc]
         span = _new(Span)
         _set_dict(span, values)
@@ -120,10 +147,7 @@ def unpack(stored: StoredSpan) -> Span:
 
 def stored_attempt_id(stored: StoredSpan) -> str:
     """The attempt id of a stored span."""
-    cls = stored.__class__
-    if cls is dict:
-        return stored["attempt_id"]  # type: ignore[index,no-any-return]
-    if cls is tuple:
+    if stored.__class__ is tuple:
         return stored[0]["attempt_id"]  # type: ignore[index,no-any-return]
     return stored.attempt_id  # type: ignore[union-attr]
 
@@ -131,5 +155,5 @@ def stored_attempt_id(stored: StoredSpan) -> str:
 def unpack_spans(stored: list[StoredSpan], attempt_id: str | None) -> list[Span]:
     """Spans for the stored ones (all, or only those of `attempt_id`), in stored order."""
     if attempt_id is None:
-        return [unpack(item) for item in stored]
+        return [item if item.__class__ is Span else unpack(item) for item in stored]  # type: ignore[misc]
     return [unpack(item) for item in stored if stored_attempt_id(item) == attempt_id]

@@ -60,6 +60,7 @@ _QUEUING = QUEUING_ROLLOUT_STATUSES
 _RUNNING = RUNNING_ROLLOUT_STATUSES
 _FINISHED = FINISHED_ROLLOUT_STATUSES
 
+_SPAN_IDS_IN_LIST = 32  # an attempt's span ids move from a list to a set past this many
 _NOTHING: Any = ()  # shared, never-mutated placeholder for containers a record allocates lazily
 
 
@@ -87,7 +88,8 @@ class RolloutRecord:
         self.attempts: list[Attempt] = _NOTHING  # index = sequence_id - 1
         self.attempt_index: dict[str, int] = {}
         self.spans: list[StoredSpan] = _NOTHING  # see `agl_core.store._memory_spans`
-        self.span_keys: dict[str, set[str]] = _NOTHING  # attempt id -> span ids stored for it
+        # attempt id -> span ids stored for it: a list while short (a tenth of a set's size), then a set
+        self.span_keys: dict[str, list[str] | set[str]] = _NOTHING
         self.max_span_seq = -1
         self.spans_sorted = True  # spans were added in non-decreasing sequence_id order
         self.in_queue = False  # an entry for this rollout is in the queue deque
@@ -351,11 +353,17 @@ class MemoryState:
             rec.spans = []
         ids = keys.get(attempt_id)
         if ids is None:
-            ids = keys[attempt_id] = set()
+            keys[attempt_id] = [span_id]
         elif span_id in ids:
             logger.debug("Duplicated span ignored: %s %s %s", span.rollout_id, attempt_id, span_id)
             return False
-        ids.add(span_id)
+        elif ids.__class__ is list:
+            if len(ids) < _SPAN_IDS_IN_LIST:
+                ids.append(span_id)  # type: ignore[union-attr]
+            else:
+                keys[attempt_id] = {*ids, span_id}
+        else:
+            ids.add(span_id)  # type: ignore[union-attr]
         rec.spans.append(self.span_packer.pack(span, rec.rollout.rollout_id, attempt_id))
         seq = span.sequence_id
         if seq < rec.max_span_seq:

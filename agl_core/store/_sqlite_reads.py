@@ -7,6 +7,7 @@ are `logic`'s, translated to SQL by `agl_core.store._sqlite_query`.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
@@ -96,6 +97,25 @@ def get_latest_attempt(ops: SqliteOps, rollout_id: str) -> Attempt | None:
     return None if row is None else attempt_from_row(row)
 
 
+def table_rows(ops: SqliteOps, source: str, condition: str, params: Sequence[Any]) -> int:
+    """The number of rows of `source` (``rollouts r`` or ``workers``) matching `condition`.
+
+    With no condition (``"1"``) the count kept in ``row_counts`` is read (migration 3), so the total of
+    an unfiltered page does not cost a walk over the whole table; a file opened read-only at an older
+    schema version has no such table and is counted.
+    """
+    db = ops.db
+    if condition == "1":
+        try:
+            return int(db.execute(_ROW_COUNT, (source.split()[0],)).fetchone()[0])
+        except sqlite3.OperationalError:  # no row_counts: a read-only file of schema version < 3
+            pass
+    return int(db.execute(f"SELECT count(*) FROM {source} WHERE {condition}", params).fetchone()[0])
+
+
+_ROW_COUNT = "SELECT count FROM row_counts WHERE name = ?"
+
+
 def query_rollouts(
     ops: SqliteOps,
     normalized: logic.NormalizedFilter,
@@ -115,7 +135,7 @@ def query_rollouts(
     ).fetchall()
     total = page_total(rows, limit, offset)
     if total is None:
-        total = ops.db.execute(f"SELECT count(*) FROM rollouts r WHERE {condition}", params).fetchone()[0]
+        total = table_rows(ops, "rollouts r", condition, params)
     items = [_rollout_with_attempt(row) for row in rows]
     return PaginatedResult(items=items, limit=limit, offset=offset, total=total)
 
@@ -173,7 +193,7 @@ def query_workers(
     ).fetchall()
     total = page_total(rows, limit, offset)
     if total is None:
-        total = ops.db.execute(f"SELECT count(*) FROM workers WHERE {condition}", params).fetchone()[0]
+        total = table_rows(ops, "workers", condition, params)
     return PaginatedResult(items=[worker_from_row(r) for r in rows], limit=limit, offset=offset, total=total)
 
 

@@ -157,7 +157,36 @@ QUERY_INDEXES_V2 = (
 """The statements of migration 2."""
 
 
-MIGRATIONS: dict[int, Migration] = {1: _create_v1, 2: _add_query_indexes_v2}
+def _add_row_counts_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: row counts of the rollouts and workers tables, kept by triggers."""
+    for statement in ROW_COUNTS_V3:
+        conn.execute(statement)
+
+
+COUNTED_TABLES = ("rollouts", "workers")
+"""Tables whose row count ``row_counts`` keeps: the total of an unfiltered query reads it instead of
+counting every row (a ``count(*)`` walks a whole index: 5 ms at 100k rollouts)."""
+
+ROW_COUNTS_V3 = (
+    "CREATE TABLE row_counts (name TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID",
+    *(f"INSERT INTO row_counts SELECT '{table}', count(*) FROM {table}" for table in COUNTED_TABLES),
+    # No statement uses INSERT OR REPLACE on these tables (a REPLACE deletes without firing the delete
+    # trigger); an upsert that updates fires neither.
+    *(
+        f"CREATE TRIGGER {table}_counted AFTER INSERT ON {table} "
+        f"BEGIN UPDATE row_counts SET count = count + 1 WHERE name = '{table}'; END"
+        for table in COUNTED_TABLES
+    ),
+    *(
+        f"CREATE TRIGGER {table}_uncounted AFTER DELETE ON {table} "
+        f"BEGIN UPDATE row_counts SET count = count - 1 WHERE name = '{table}'; END"
+        for table in COUNTED_TABLES
+    ),
+)
+"""The statements of migration 3."""
+
+
+MIGRATIONS: dict[int, Migration] = {1: _create_v1, 2: _add_query_indexes_v2, 3: _add_row_counts_v3}
 """Version -> function upgrading a file from ``version - 1``; the highest key is the current version.
 
 To change the schema, add ``MIGRATIONS[n + 1]``; never edit a released migration."""

@@ -9,9 +9,9 @@ Design:
   never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
   return the stored snapshots themselves, so a returned object never changes after it was returned.
   Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are stored compactly (a tuple each, `agl_core.store._memory_spans`)
-  and every read builds new, equal `Span` objects; their nested values (attributes) are shared with
-  the added span, so do not modify a span after adding it.
+  `update_*` methods. Spans are stored compactly (a copy of each added span whose field values sit
+  in a split dict, `agl_core.store._memory_spans`) and reads return those stored copies; their nested
+  values (attributes) are shared with the added span, so do not modify a span after adding it.
 - **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
   (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
   status filters and the start-time sort read indexes (`agl_core.store._memory_index`). The FIFO

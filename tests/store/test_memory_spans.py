@@ -1,13 +1,18 @@
 """The in-memory store keeps spans compactly and gives back spans equal to those it was given.
 
-`InMemoryLightningStore` stores a tuple per span (`agl_core.store._memory_spans`) and builds a new
-`Span` on every read: what comes back must equal what went in (fields, which fields were set, extra
-attributes), and the caller's span no longer changes the stored copy afterwards.
+`InMemoryLightningStore` stores its own compact copy of each span (`agl_core.store._memory_spans`)
+and returns it on reads: what comes back must equal what went in (fields, which fields were set, extra
+attributes), the caller's span no longer changes the stored copy afterwards, and a returned span
+cannot be given extra attributes (that would change every stored span).
 """
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
+
+import pytest
 
 from agl_core.store._memory_spans import SpanPacker, unpack
 from agl_core.store.memory import InMemoryLightningStore
@@ -87,3 +92,36 @@ async def test_duplicates_are_found_per_attempt() -> None:
     found: Any = await store.query_spans(rollout_id, second.attempt.attempt_id)
     assert [s.sequence_id for s in found] == [3]
     assert [s.sequence_id for s in await store.query_spans(rollout_id)] == [1, 3]
+
+
+async def test_a_returned_span_refuses_new_attributes_and_its_copies_accept_them() -> None:
+    store = InMemoryLightningStore()
+    attempted = await store.start_rollout("x")
+    rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
+    await store.add_many_spans([make_span(rollout_id, attempt_id, seq) for seq in (1, 2)])
+    first, second = (await store.query_spans(rollout_id)).items
+    with pytest.raises(TypeError, match="read-only"):
+        first.custom = 1  # type: ignore[attr-defined]
+    assert second.model_extra == {} and "custom" not in first.model_fields_set
+    for changed in (
+        first.model_copy(),
+        first.model_copy(deep=True),
+        copy.copy(first),
+        pickle.loads(pickle.dumps(first)),
+    ):
+        changed.custom = 1  # type: ignore[attr-defined]
+        assert changed.model_extra == {"custom": 1}
+    assert first.model_copy(update={"custom": 2}).model_extra == {"custom": 2}
+    assert first.model_extra == {} and first.model_fields_set == second.model_fields_set
+
+
+async def test_duplicates_are_found_in_an_attempt_with_many_spans() -> None:
+    store = InMemoryLightningStore()
+    attempted = await store.start_rollout("x")
+    rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
+    spans = [make_span(rollout_id, attempt_id, seq, span_id=f"{seq:016x}") for seq in range(1, 101)]
+    assert len(await store.add_many_spans(spans)) == 100
+    again = [make_span(rollout_id, attempt_id, 200 + seq, span_id=f"{seq:016x}") for seq in (1, 40, 100)]
+    assert await store.add_many_spans(again) == []
+    assert await store.add_span(again[0]) is None
+    assert (await store.query_spans(rollout_id)).total == 100

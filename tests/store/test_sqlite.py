@@ -632,9 +632,54 @@ async def test_status_filters_and_the_start_time_sort_read_their_indexes(
             with sqlite3.connect(tmp_path / "plans.db") as conn:
                 for sql in selects:
                     plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
-                    assert index in plan, (sql, plan)
+                    if "row_counts" in sql:  # the total of an unfiltered full page: the kept count
+                        assert plan == "SEARCH row_counts USING PRIMARY KEY (name=?)", (sql, plan)
+                    else:
+                        assert index in plan, (sql, plan)
     finally:
         await store.close()
+
+
+async def test_unfiltered_totals_read_the_kept_row_counts(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version 2 file gains counts equal to its rows; full pages of unfiltered queries then read them
+    (no ``count(*)`` over the table) and their totals follow later inserts."""
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", {v: schema.MIGRATIONS[v] for v in (1, 2)})
+        old = SqliteLightningStore(db_path)
+        for index in range(3):
+            await old.start_rollout(f"old-{index}", worker_id=f"w{index}")
+        await old.close()
+    import agl_core.store.sqlite as sqlite_module
+
+    executed: list[str] = []
+
+    def traced_connection(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = schema.open_connection(*args, **kwargs)
+        conn.set_trace_callback(executed.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_module, "open_connection", traced_connection)
+    store = SqliteLightningStore(db_path)
+    try:
+        assert _user_version(db_path) == max(schema.MIGRATIONS)
+        for added in range(3):
+            executed.clear()
+            rollouts = await store.query_rollouts(limit=1)
+            workers = await store.query_workers(limit=1)
+            assert (rollouts.total, workers.total) == (3 + added, 3 + added)
+            assert not [sql for sql in executed if "count(*)" in sql.lower()], executed
+            await store.enqueue_rollout(f"new-{added}")
+            await store.update_worker(f"new-w{added}")
+        # a filter still counts its matches
+        assert (await store.query_rollouts(status_in=["queuing"], limit=1)).total == 3
+    finally:
+        await store.close()
+    with raw(db_path) as conn:
+        kept = dict(conn.execute("SELECT name, count FROM row_counts").fetchall())
+        actual = {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("rollouts", "workers")}
+    assert kept == actual == {"rollouts": 6, "workers": 6}
 
 
 def test_every_sortable_field_maps_to_a_column() -> None:
