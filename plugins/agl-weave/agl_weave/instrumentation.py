@@ -9,7 +9,10 @@ While instrumented, ``weave.init(project)``:
 * does not install Weave's OpenTelemetry exporter to W&B (its "conversation" tracing), which would replace
   the application's global tracer provider and send spans to W&B;
 * does not report Weave's internal errors to Sentry, and logs where calls go instead of printing a W&B
-  login and a W&B link.
+  login and W&B links.
+
+Weave also reports a usage session to Sentry when the process exits, instrumented or not; set
+``WANDB_ERROR_REPORTING=false`` (Weave's and W&B's own switch) to turn that off.
 
 So nothing leaves the process. :func:`uninstrument_weave` restores all of it. This redirects functions of
 ``weave.trace.weave_init`` (not public API), which is why agl-weave pins Weave's minor version.
@@ -30,7 +33,7 @@ from typing import Any
 
 import weave.trace.weave_init as weave_init
 from weave.telemetry import trace_sentry
-from weave.trace import init_message
+from weave.trace import init_message, weave_client
 from weave.wandb_interface.auth import ApiKeyCredentials, WandbCredentials
 
 from agl_weave.server import InMemoryWeaveTraceServer
@@ -89,6 +92,10 @@ def _no_conversation_tracing(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _no_call_link(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
 def _log_init_message(username: str | None, entity_name: str, project_name: str, **kwargs: Any) -> None:
     logger.info(
         "Weave project %s/%s: calls stay in this process (nothing is sent to W&B).", entity_name, project_name
@@ -116,6 +123,7 @@ def instrument_weave(server: InMemoryWeaveTraceServer) -> None:
             ),
             (weave_init, "_setup_conversation_tracing"): _no_conversation_tracing,
             (init_message, "print_init_message"): _log_init_message,
+            (weave_client, "print_call_link"): _no_call_link,
         }
         _originals = {target: getattr(*target) for target in replacements}
         for (module, name), replacement in replacements.items():

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import weave
 
+from agl_core.tracer.weave import random_project_name
 from agl_weave.instrumentation import instrument_weave, is_weave_instrumented, uninstrument_weave
 from agl_weave.server import CallListener, InMemoryWeaveTraceServer, StartListener
 
@@ -95,14 +96,16 @@ class WeaveCallRouter:
         uninstrument_weave()
         self._instrumented = False
 
-    def acquire(self, project_name: str, settings: UserSettings, *, instrument: bool) -> None:
-        """A tracer worker starts: the first one instruments Weave (``instrument``) and ``weave.init``-s.
+    def acquire(self, project_name: str | None, settings: UserSettings, *, instrument: bool) -> str:
+        """A tracer worker starts; returns the Weave project its calls go to.
 
-        Later workers share that client; one asking for another project gets a warning. Raises
-        ``RuntimeError`` when ``weave.init`` fails.
+        The first worker of the process instruments Weave (``instrument``) and ``weave.init``-s
+        ``project_name`` (a random ``agl/weave-...`` when None); later workers share that client (a
+        different explicit project gets a warning). Raises ``RuntimeError`` when ``weave.init`` fails.
         """
         with self._lock:
             if self._users == 0:
+                project = project_name or random_project_name()
                 if instrument and not self._instrumented:
                     self.instrument()
                 elif not is_weave_instrumented():
@@ -111,21 +114,21 @@ class WeaveCallRouter:
                         "the WeaveTracer. Call tracer.instrument(worker_id) before init_worker."
                     )
                 try:
-                    weave.init(project_name, settings=settings)
+                    weave.init(project, settings=settings)
                 except Exception as exc:
                     if instrument and self._instrumented:
                         self.uninstrument()
-                    raise RuntimeError(
-                        f"Failed to initialize Weave for project {project_name!r}: {exc}"
-                    ) from exc
-                self._project = project_name
-            elif project_name != self._project:
+                    raise RuntimeError(f"Failed to initialize Weave for project {project!r}: {exc}") from exc
+                self._project = project
+            elif project_name is not None and project_name != self._project:
                 logger.warning(
                     "Weave has one client per process: this worker records into project %r, not %r.",
                     self._project,
                     project_name,
                 )
             self._users += 1
+            assert self._project is not None
+            return self._project
 
     def release(self, *, uninstrument: bool) -> None:
         """A tracer worker stops: the last one ends the Weave client and restores Weave (``uninstrument``)."""

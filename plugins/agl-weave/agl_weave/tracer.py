@@ -23,7 +23,10 @@ Differences from Agent Lightning 0.3 (on purpose): calls are attributed by their
 ``trace_context`` blocks may run at once in one process (0.3 kept one rollout per tracer); a child's
 ``parent`` context is always set (0.3 set it only when the parent had already ended, which it rarely
 has); exceptions get the OpenTelemetry exception attributes (0.3 stored Weave's JSON dump as the
-message); completed calls are not kept in the trace server (0.3's grew for the life of the process).
+message); inputs recorded in ``operation_context`` after Weave sent the call's start are kept (0.3 lost
+them); a falsy output (``0``, ``""``) is recorded; completed calls are not kept in the trace server (0.3's
+grew for the life of the process); workers of one process share Weave's one client (0.3's second
+``init_worker`` in a process re-instrumented Weave over the first).
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ from weave.trace.settings import UserSettings
 
 from agl_core.semconv import LightningResourceAttributes, LightningSpanAttributes
 from agl_core.tracer.base import Tracer
-from agl_core.tracer.weave import op_name_to_func_name, random_project_name
+from agl_core.tracer.weave import op_name_to_func_name
 from agl_core.types import OtelResource, Span, SpanContext, SpanCoreFields, TraceStatus
 from agl_core.utils.otel import flatten_attributes, sanitize_attributes
-from agl_weave.recording import WeaveSpanRecordingContext
+from agl_weave.recording import LATE_INPUTS_KEY, WeaveSpanRecordingContext
 from agl_weave.routing import WeaveTracerManagedTraceServer, client_uses, get_router
 
 if TYPE_CHECKING:
@@ -82,6 +85,7 @@ class _Rollout:
     spans: list[Span] = field(default_factory=list)
     sequence_ids: dict[str, concurrent.futures.Future[int]] = field(default_factory=dict)
     pending: list[concurrent.futures.Future[None]] = field(default_factory=list)
+    completed: set[str] = field(default_factory=set)
     counter: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -93,15 +97,20 @@ class _Rollout:
     def call_started(self, call_id: str) -> None:
         """Ask for the call's sequence id now, so ids follow the order calls start in."""
         with self.lock:
-            if call_id not in self.sequence_ids:
-                self.sequence_ids[call_id] = asyncio.run_coroutine_threadsafe(
-                    self._next_sequence_id(), self.loop
-                )
+            self._allocate(call_id)
+
+    def _allocate(self, call_id: str) -> None:
+        # A start notice may arrive after its call completed (the server notifies outside its lock).
+        if call_id not in self.sequence_ids and call_id not in self.completed:
+            self.sequence_ids[call_id] = asyncio.run_coroutine_threadsafe(self._next_sequence_id(), self.loop)
 
     def call_completed(self, call: Call) -> None:
         """Record the call as a span (on the rollout's event loop)."""
-        self.call_started(call.id)
         with self.lock:
+            if call.id in self.completed:
+                return
+            self._allocate(call.id)
+            self.completed.add(call.id)
             sequence_id = self.sequence_ids.pop(call.id)
             self.pending.append(asyncio.run_coroutine_threadsafe(self._record(call, sequence_id), self.loop))
 
@@ -112,10 +121,9 @@ class _Rollout:
         self.counter += 1
         return self.counter
 
-    async def _record(self, call: Call, sequence_id: concurrent.futures.Future[int]) -> None:
-        span = await self.tracer.convert_call_to_span(
-            call, self.rollout_id, self.attempt_id, await asyncio.wrap_future(sequence_id)
-        )
+    async def _record(self, call: Call, sequence_future: concurrent.futures.Future[int]) -> None:
+        sequence_id: int = await asyncio.wrap_future(sequence_future)
+        span = await self.tracer.convert_call_to_span(call, self.rollout_id, self.attempt_id, sequence_id)
         self.spans.append(span)
         if self.bound:
             assert self.store is not None
@@ -246,9 +254,9 @@ class WeaveTracer(Tracer):
         Raises ``RuntimeError`` when ``weave.init`` fails.
         """
         super().init_worker(worker_id, store)
-        if self.project_name is None:
-            self.project_name = random_project_name()
-        get_router().acquire(self.project_name, self.weave_user_settings, instrument=self.instrument_managed)
+        self.project_name = get_router().acquire(
+            self.project_name, self.weave_user_settings, instrument=self.instrument_managed
+        )
         self._started_workers.add(worker_id)
         logger.info("[Worker %s] Weave tracer ready (project %s).", worker_id, self.project_name)
 
@@ -337,12 +345,14 @@ class WeaveTracer(Tracer):
             LightningSpanAttributes.OPERATION_NAME.value: call.op_name,
             **(call.attributes or {}),
         }
-        if call.inputs:
-            attributes[LightningSpanAttributes.OPERATION_INPUT.value] = call.inputs
+        summary = dict(call.summary or {})
+        late_inputs = summary.pop(LATE_INPUTS_KEY, None)
+        inputs = {**call.inputs, **late_inputs} if isinstance(late_inputs, dict) else call.inputs
+        if inputs:
+            attributes[LightningSpanAttributes.OPERATION_INPUT.value] = inputs
         if call.output is not None:
             attributes[LightningSpanAttributes.OPERATION_OUTPUT.value] = call.output
-        if call.summary:
-            attributes.update(call.summary)
+        attributes.update(summary)
         if call.exception:
             attributes.update(_exception_attributes(call.exception))
             message = attributes.get(exception_attributes.EXCEPTION_MESSAGE, call.exception)

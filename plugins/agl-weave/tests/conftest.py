@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from agl_core.store.memory import InMemoryLightningStore
-from agl_weave.tracer import WeaveTracer
+
+if TYPE_CHECKING:
+    from agl_weave.tracer import WeaveTracer
 
 # Registered before anything imports agl_core.testing, so pytest can rewrite its asserts.
 pytest_plugins = ["agl_core.testing"]
 
 _LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Weave reports a usage session to Sentry at exit unless this is off; set before weave is imported."""
+    os.environ.setdefault("WANDB_ERROR_REPORTING", "false")
 
 
 @pytest.fixture(autouse=True)
@@ -54,6 +62,8 @@ async def store() -> AsyncIterator[InMemoryLightningStore]:
 @pytest.fixture
 def tracer(store: InMemoryLightningStore) -> Iterator[WeaveTracer]:
     """A WeaveTracer initialized for worker 0 on ``store`` (torn down after the test)."""
+    from agl_weave.tracer import WeaveTracer
+
     tracer = WeaveTracer(flush_timeout=30.0)
     tracer.init_worker(0, store)
     yield tracer
