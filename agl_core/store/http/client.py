@@ -80,6 +80,9 @@ def _adapter(type_: Any) -> TypeAdapter[Any]:
     return TypeAdapter(type_)
 
 
+_SPAN_PAGE = PaginatedResult[Span]  # built once: subscripting a generic model costs a cache lookup per call
+
+
 def _decode(type_: Any, raw: bytes) -> Any:
     """Validate an answer; spans in it come from the store, which validated them when they were added."""
     return _adapter(type_).validate_json(raw, context=STORED_SPAN_CONTEXT)
@@ -587,7 +590,7 @@ class LightningStoreClient(LightningStore):
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """``POST /v1/agl/spans/search`` with the checked query."""
-        return await self._post("/spans/search", query, PaginatedResult[Span], mutating=False)  # type: ignore[no-any-return]
+        return await self._post("/spans/search", query, _SPAN_PAGE, mutating=False)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 

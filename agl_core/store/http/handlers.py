@@ -25,7 +25,8 @@ from agl_core.store.http.errors import (
     RequestValidationError,
 )
 from agl_core.store.http.openapi import openapi_document
-from agl_core.types import NamedResources, Span
+from agl_core.store.http.span_json import SpanJsonCache
+from agl_core.types import NamedResources, PaginatedResult, Span
 from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 
 __all__ = ["StoreApi", "json_response", "parse_json"]
@@ -105,6 +106,8 @@ class StoreApi:
         self.max_wait_seconds = max_wait_seconds
         self.stopping = asyncio.Event()
         self._openapi: bytes | None = None
+        self.span_json = SpanJsonCache()
+        """Keeps the JSON of spans already answered (see `agl_core.store.http.span_json`)."""
 
     # ------------------------------------------------------------------------------ helpers
 
@@ -382,7 +385,10 @@ class StoreApi:
         return json_response({"inserted": indices}, 201)
 
     async def _query_spans(self, q: m.SpanQuery) -> web.Response:
-        return json_response(await self.store._execute(q))
+        page = await self.store._execute(q)
+        if isinstance(page, PaginatedResult):  # a 0.3-style store may answer a plain list
+            return web.Response(body=self.span_json.page_json(page), content_type=_JSON)
+        return json_response(page)
 
     async def query_spans_get(self, request: web.Request) -> web.Response:
         """``GET /v1/agl/spans``."""

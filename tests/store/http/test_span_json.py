@@ -1,0 +1,104 @@
+"""The server's span-page encoder: the same bytes as pydantic, re-encoding whatever changed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pydantic_core
+import pytest
+
+from agl_core.store.http import BackgroundServer, LightningStoreClient
+from agl_core.store.http.span_json import SpanJsonCache
+from agl_core.store.memory import InMemoryLightningStore
+from agl_core.types import PaginatedResult, Span, TraceStatus
+
+
+def _span(seq: int) -> Span:
+    return Span.from_attributes(
+        attributes={"gen_ai.system": "openai", "tokens": [1, 2, 3], "ratio": 0.5, "ok": True},
+        rollout_id="ro-1",
+        attempt_id="at-1",
+        sequence_id=seq,
+        span_id=f"{seq:016x}",
+        name="chat",
+        start_time=1.5,
+        end_time=2.0,
+    )
+
+
+def _page(spans: list[Span], total: int | None = None) -> PaginatedResult[Span]:
+    return PaginatedResult[Span](
+        items=spans, limit=-1, offset=0, total=len(spans) if total is None else total
+    )
+
+
+def test_page_json_is_pydantics_json_on_first_and_later_reads() -> None:
+    cache = SpanJsonCache()
+    page = _page([_span(1), _span(2), _span(3)], total=7)
+    expected = pydantic_core.to_json(page)
+    assert cache.page_json(page) == expected
+    assert len(cache) == 3
+    assert cache.page_json(page) == expected  # from the kept bytes
+    assert cache.page_json(_page([])) == pydantic_core.to_json(_page([]))
+
+
+def test_a_reassigned_field_is_encoded_again() -> None:
+    cache = SpanJsonCache()
+    span = _span(1)
+    cache.page_json(_page([span]))
+    span.name = "renamed"
+    span.status = TraceStatus(status_code="ERROR", description="boom")
+    assert cache.page_json(_page([span])) == pydantic_core.to_json(_page([span]))
+    assert b'"renamed"' in cache.span_json(span)
+
+
+def test_extra_fields_and_subclasses_are_encoded_afresh() -> None:
+    class MySpan(Span):
+        pass
+
+    cache = SpanJsonCache()
+    with_extra = Span.model_validate({**_span(1).model_dump(), "custom": "x"})
+    sub = MySpan.model_validate(_span(2).model_dump())
+    page = _page([with_extra, sub])
+    assert cache.page_json(page) == pydantic_core.to_json(page)
+    assert len(cache) == 0
+    with_extra.custom = "y"  # type: ignore[attr-defined]
+    assert b'"custom":"y"' in cache.page_json(_page([with_extra]))
+
+
+def test_entries_are_bounded_and_zero_keeps_none() -> None:
+    cache = SpanJsonCache(max_entries=2)
+    spans = [_span(i) for i in range(1, 5)]
+    page = _page(spans)
+    assert cache.page_json(page) == pydantic_core.to_json(page)
+    assert len(cache) == 2
+    off = SpanJsonCache(max_entries=0)
+    assert off.page_json(page) == pydantic_core.to_json(page)
+    assert len(off) == 0
+    with pytest.raises(ValueError, match="max_entries"):
+        SpanJsonCache(max_entries=-1)
+
+
+def test_query_spans_over_http_returns_equal_spans_on_repeated_reads() -> None:
+    async def scenario(endpoint: str) -> None:
+        client = LightningStoreClient(endpoint)
+        try:
+            started = await client.start_rollout({"task": 1})
+            spans = [
+                _span(i).model_copy(
+                    update={"rollout_id": started.rollout_id, "attempt_id": started.attempt.attempt_id}
+                )
+                for i in range(1, 6)
+            ]
+            await client.add_many_spans(spans)
+            first = await client.query_spans(started.rollout_id)
+            again = await client.query_spans(started.rollout_id)
+            page = await client.query_spans(started.rollout_id, limit=2, offset=1)
+        finally:
+            await client.close()
+        assert list(first) == spans and list(again) == spans
+        assert all(type(s) is Span for s in again)
+        assert list(page) == spans[1:3] and (page.limit, page.offset, page.total) == (2, 1, 5)
+
+    with BackgroundServer(InMemoryLightningStore) as server:
+        asyncio.run(scenario(server.endpoint))
