@@ -208,11 +208,18 @@ def metadata_json(name: str, value: object) -> str | None:
     return dump_json(name, dict(value))
 
 
+_DEFAULT_CONFIG_COLUMNS: tuple[str, float | None, float | None] = (
+    RolloutConfig().model_dump_json(),
+    None,
+    None,
+)
+
+
 def config_columns(config: object) -> tuple[str, float | None, float | None]:
     """``(config JSON, timeout_seconds, unresponsive_seconds)`` of a config (None: the default)."""
     if config is None:
-        config = RolloutConfig()
-    elif isinstance(config, Mapping):
+        return _DEFAULT_CONFIG_COLUMNS  # most rollouts: encoded once, not per call
+    if isinstance(config, Mapping):
         try:
             config = RolloutConfig.model_validate(config)
         except ValidationError as exc:
