@@ -61,7 +61,7 @@ class Block:
     @property
     def where(self) -> str:
         """``folder/page.md:LINE`` (the page's folder and name, and the block's line)."""
-        return f"{self.page.parent.name}/{self.page.name}:{self.line}"
+        return f"{self.page.resolve().parent.name}/{self.page.name}:{self.line}"
 
     def missing_modules(self) -> list[str]:
         """The modules of ``requires=`` that cannot be imported here (none for other blocks)."""
