@@ -48,6 +48,14 @@ def test_each_plugin_readme_becomes_a_page_named_in_the_nav(docs_site: ModuleTyp
         assert f"plugins/{name}.md" in nav, f"add plugins/{name}.md to the nav of mkdocs.yml"
 
 
+def test_a_plugin_page_is_its_readme_unchanged(docs_site: ModuleType) -> None:
+    # one source: the site shows the README (whose blocks the plugin's suite runs), never a copy
+    assert not list((DOCS_DIR / "plugins").glob("*.md")), "plugin pages are generated from their READMEs"
+    pages = docs_site.generated_pages()
+    for name, readme in docs_site.plugin_readmes().items():
+        assert pages[f"plugins/{name}.md"] == readme.read_text(encoding="utf-8")
+
+
 def nav_pages() -> set[str]:
     """The pages the nav of mkdocs.yml names (``- Title: path.md`` lines)."""
     text = (REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8")

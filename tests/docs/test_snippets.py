@@ -1,26 +1,31 @@
 """Every code block of the documentation is run, checked against its source, or skipped with a reason.
 
-See `tests.docs.snippets` for the markers. A page's blocks to run (and its hidden setups) run in order in
-a fresh interpreter (`tests/docs/run_snippets.py`), in a scratch folder, offline, with no third-party
-plugin loaded; skipped blocks are reported one by one with their reason (``pytest -rs``).
+See `agl_core.testing.doc_blocks` for the markers. A page's blocks to run (and its hidden setups) run in
+order in a fresh interpreter, in a scratch folder, offline, with no third-party plugin loaded; skipped
+blocks are reported one by one with their reason (``pytest -rs``).
+
+The plugin pages of the site are the plugins' READMEs (tools/docs_site.py): here every block of each is
+checked for its marker and its excerpts; each plugin's own suite runs its README's blocks in its venv
+(``tests/test_readme.py``, with `agl_core.testing.doc_blocks.check_page_runs`).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from agl_core.testing.doc_blocks import (
+    Block,
+    excerpt_found,
+    excerpt_problems,
+    page_blocks,
+    run_page,
+    skipped_blocks,
+)
 from tests.docs.conftest import DOCS_DIR, REPO_ROOT
-from tests.docs.snippets import Block, excerpt_found, page_blocks
 
 TIMEOUT_SECONDS = 600
-RUNNER = Path(__file__).with_name("run_snippets.py")
 
 PENDING_PAGES: dict[str, str] = {}
 """Pages whose unmarked blocks are reported as skipped instead of failing (name -> why)."""
@@ -30,33 +35,42 @@ def all_pages() -> list[Path]:
     return sorted(DOCS_DIR.rglob("*.md"))
 
 
+def plugin_readmes() -> list[Path]:
+    return sorted(REPO_ROOT.glob("plugins/agl-*/README.md"))
+
+
 def all_blocks() -> list[Block]:
     return [block for page in all_pages() for block in page_blocks(page)]
 
 
-def _id(block: Block) -> str:
-    return f"{block.page.relative_to(DOCS_DIR).as_posix()}:{block.line}"
-
-
-def _importable(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        return False
-
-
-def _missing(modules: str) -> list[str]:
-    return [m for m in modules.split(",") if m and not _importable(m)]
-
-
 def test_every_code_block_is_run_checked_or_skipped_with_a_reason() -> None:
-    unmarked = [_id(b) for b in all_blocks() if b.action == "unmarked" and b.page.name not in PENDING_PAGES]
+    pages = all_pages() + plugin_readmes()
+    unmarked = [
+        b.where
+        for p in pages
+        for b in page_blocks(p)
+        if b.action == "unmarked" and p.name not in PENDING_PAGES
+    ]
     assert not unmarked, (
         "code blocks without <!-- docs-test -->, <!-- docs-skip: reason --> or <!-- docs-excerpt: path -->"
         f" on the line before: {unmarked}"
     )
     run = [b for b in all_blocks() if b.action == "test"]
-    assert len(run) >= 20, [_id(b) for b in run]  # most blocks run: a skip needs a reason it cannot
+    assert len(run) >= 20, [b.where for b in run]  # most blocks run: a skip needs a reason it cannot
+
+
+@pytest.mark.parametrize("readme", plugin_readmes(), ids=lambda p: p.parent.name)
+def test_each_plugin_runs_its_readme_blocks_in_its_own_suite(readme: Path) -> None:
+    test_file = readme.parent / "tests" / "test_readme.py"
+    assert test_file.is_file() and "check_page_runs" in test_file.read_text(encoding="utf-8"), (
+        f"{readme.parent.name}: add tests/test_readme.py running README.md with "
+        "agl_core.testing.doc_blocks.check_page_runs (copy agl-tinker's)"
+    )
+
+
+@pytest.mark.parametrize("readme", plugin_readmes(), ids=lambda p: p.parent.name)
+def test_plugin_readme_excerpts_match_their_sources(readme: Path) -> None:
+    assert not excerpt_problems(readme)
 
 
 def test_page_blocks_reads_markers_setups_and_indented_fences(tmp_path: Path) -> None:
@@ -95,63 +109,28 @@ def _pages_to_run() -> list[Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize("page", _pages_to_run(), ids=lambda p: p.relative_to(DOCS_DIR).as_posix())
 def test_page_blocks_run(page: Path, tmp_path: Path) -> None:
-    steps = []
-    for block in page_blocks(page):
-        if block.action == "test" and _missing(block.detail):
-            # a block that needs a missing module is reported by test_skipped_block; later blocks still run
-            continue
-        if block.action in ("test", "setup"):
-            # padded so that tracebacks name the page's own line numbers
-            code = "\n" * block.line + block.code if block.lang in ("python", "py") else block.code
-            steps.append({"where": _id(block), "file": block.page.name, "lang": block.lang, "code": code})
-    steps_file = tmp_path / "steps.json"
-    steps_file.write_text(json.dumps(steps), encoding="utf-8")
-    venv_bin = str(Path(sys.executable).parent)
-    env = {
-        **os.environ,
-        "AGL_LOAD_PLUGINS": "",
-        "PYTHONPATH": str(REPO_ROOT),
-        "PATH": venv_bin + os.pathsep + os.environ.get("PATH", ""),
-        "NO_COLOR": "1",
-    }
-    env.pop("AGL_STORE", None)
-    env.pop("AGL_STORE_TOKEN", None)
-    result = subprocess.run(
-        [sys.executable, str(RUNNER), str(steps_file)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_SECONDS,
-    )
-    assert result.returncode == 0, f"{page.name}:\n{result.stdout}\n{result.stderr}"
-    ran = [b for b in page_blocks(page) if b.action == "test" and not _missing(b.detail)]
-    for block in ran:  # every block was reached (a block cannot silently stop the page)
-        assert f"--- docs block {_id(block)} " in result.stdout
+    # no third-party plugin; the repository importable (pages may use its examples)
+    env = {"AGL_LOAD_PLUGINS": "", "PYTHONPATH": str(REPO_ROOT)}
+    run = run_page(page, tmp_path, env=env, timeout=TIMEOUT_SECONDS)
+    assert not run.problems(), "\n".join(run.problems())
 
 
-def _skipped() -> list[Block]:
-    skipped = [b for b in all_blocks() if b.action == "skip" or (b.action == "test" and b.detail)]
-    pending = [b for b in all_blocks() if b.action == "unmarked" and b.page.name in PENDING_PAGES]
+def _skipped() -> list[tuple[Block, str]]:
+    skipped = [entry for page in all_pages() for entry in skipped_blocks(page)]
+    pending = [
+        (b, PENDING_PAGES[b.page.name])
+        for b in all_blocks()
+        if b.action == "unmarked" and b.page.name in PENDING_PAGES
+    ]
     return skipped + pending
 
 
-@pytest.mark.parametrize("block", _skipped(), ids=_id)
-def test_skipped_block(block: Block) -> None:
-    if block.action == "test":
-        missing = _missing(block.detail)
-        if not missing:
-            return  # it ran in test_page_blocks_run
-        pytest.skip(f"{_id(block)}: needs {', '.join(missing)} (not installed here)")
-    if block.action == "unmarked":
-        pytest.skip(f"{_id(block)}: {PENDING_PAGES[block.page.name]}")
-    pytest.skip(f"{_id(block)}: {block.detail}")
+@pytest.mark.parametrize("skipped", _skipped(), ids=lambda entry: entry[0].where)
+def test_skipped_block(skipped: tuple[Block, str]) -> None:
+    block, reason = skipped
+    pytest.skip(f"{block.where}: {reason}")
 
 
-@pytest.mark.parametrize("block", [b for b in all_blocks() if b.action == "excerpt"], ids=_id)
-def test_excerpt_matches_its_source(block: Block) -> None:
-    source = REPO_ROOT / block.detail
-    assert source.is_file(), f"{_id(block)} names {block.detail}, which does not exist"
-    assert excerpt_found(block.code, source.read_text(encoding="utf-8")), (
-        f"{_id(block)} is no longer an excerpt of {block.detail}: update the page"
-    )
+@pytest.mark.parametrize("page", all_pages(), ids=lambda p: p.relative_to(DOCS_DIR).as_posix())
+def test_excerpts_match_their_sources(page: Path) -> None:
+    assert not excerpt_problems(page)

@@ -1,4 +1,6 @@
-"""Run one page's documentation blocks in order: ``python run_snippets.py STEPS.json`` (in a scratch folder).
+"""Run one page's code blocks in order (``python -m agl_core.testing._doc_block_runner STEPS.json``).
+
+Started by :func:`agl_core.testing.doc_blocks.run_page` in a scratch folder.
 
 STEPS.json is a list of ``{"where", "file", "lang", "code"}`` (python code padded to its page lines).
 Python blocks (and hidden setups) run in one namespace on one event loop, top-level ``await`` allowed;
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import inspect
 import json
 import os
@@ -23,6 +26,7 @@ SHELL_TIMEOUT_SECONDS = 180
 
 
 def run_python(code: str, filename: str, namespace: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
+    """Run one Python block in the page's namespace (top-level ``await`` runs on ``loop``)."""
     compiled = compile(code, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     result = eval(compiled, namespace)  # the documentation's own code
     if inspect.iscoroutine(result):
@@ -30,6 +34,7 @@ def run_python(code: str, filename: str, namespace: dict[str, Any], loop: asynci
 
 
 def run_shell(code: str, where: str) -> None:
+    """Run one shell block with ``bash -euo pipefail``; raise naming the block when it fails."""
     done = subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
         capture_output=True,
@@ -43,14 +48,13 @@ def run_shell(code: str, where: str) -> None:
 
 
 def parse(lang: str, code: str) -> None:
+    """Parse one TOML, YAML or JSON block (raise on a syntax error or another language)."""
     if lang == "toml":
-        import tomllib
-
-        tomllib.loads(code)
+        if sys.version_info < (3, 11):
+            raise RuntimeError("TOML blocks are parsed with tomllib: run the docs tests on Python >= 3.11")
+        importlib.import_module("tomllib").loads(code)
     elif lang in ("yaml", "yml"):
-        import yaml
-
-        yaml.safe_load(code)
+        importlib.import_module("yaml").safe_load(code)  # PyYAML (the docs venv has it)
     elif lang == "json":
         json.loads(code)
     else:
@@ -58,6 +62,7 @@ def parse(lang: str, code: str) -> None:
 
 
 def main(steps_file: str) -> int:
+    """Run the steps of ``steps_file`` in order; 0 when all passed, else 1 after the first failure."""
     with open(steps_file, encoding="utf-8") as f:
         steps = json.load(f)
     # the page's blocks run as the main module (so sys.modules[__name__] is their namespace)
