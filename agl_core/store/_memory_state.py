@@ -359,7 +359,7 @@ class MemoryState:
             return False
         elif ids.__class__ is list:
             if len(ids) < _SPAN_IDS_IN_LIST:
-                ids.append(span_id)  # type: ignore[union-attr]
+                ids.append(span_id)
             else:
                 keys[attempt_id] = {*ids, span_id}
         else:
