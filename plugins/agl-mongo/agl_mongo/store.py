@@ -69,6 +69,18 @@ from agl_mongo.uri import DEFAULT_DATABASE, DEFAULT_PARTITION, parse_mongo_uri, 
 
 __all__ = ["MongoLightningStore"]
 
+DEFAULT_URI = "mongodb://localhost:27017/"
+"""The server `MongoLightningStore` opens when no URI is given."""
+
+
+def _legacy_alias(name: str, value: Any, default: Any, legacy_name: str, legacy_value: Any) -> Any:
+    """``value``, or 0.3's ``legacy_value`` when only that was given; both given is an error."""
+    if legacy_value is None:
+        return value
+    if value != default:
+        raise InvalidRequestError(f"Give {name}= or its Agent Lightning 0.3 name {legacy_name}=, not both.")
+    return legacy_value
+
 
 class MongoLightningStore(LightningStore):
     """A `LightningStore` in a MongoDB database, shared by any number of processes and machines.
@@ -98,11 +110,15 @@ class MongoLightningStore(LightningStore):
         client_kwargs: Extra keyword arguments for each `pymongo.AsyncMongoClient`.
         retry_timeout: Seconds to keep retrying a call while the server is unreachable before raising
             `agl_mongo.StoreUnavailableError`.
+        mongo_uri: Agent Lightning 0.3's name for ``uri``.
+        mongo_client_kwargs: 0.3's name for ``client_kwargs``.
+        database_name: 0.3's name for ``database``.
+        tracker: 0.3's metrics backend; not supported (an error): read `statistics` instead.
     """
 
     def __init__(
         self,
-        uri: str = "mongodb://localhost:27017/",
+        uri: str = DEFAULT_URI,
         *,
         database: str | None = None,
         partition_id: str | None = None,
@@ -110,7 +126,21 @@ class MongoLightningStore(LightningStore):
         scan_debounce_seconds: float = 10.0,
         client_kwargs: Mapping[str, Any] | None = None,
         retry_timeout: float = 30.0,
+        mongo_uri: str | None = None,
+        mongo_client_kwargs: Mapping[str, Any] | None = None,
+        database_name: str | None = None,
+        tracker: object = None,
     ) -> None:
+        # Agent Lightning 0.3's keyword names (mongo_uri, mongo_client_kwargs, database_name) mean the same.
+        uri = _legacy_alias("uri", uri, DEFAULT_URI, "mongo_uri", mongo_uri)
+        client_kwargs = _legacy_alias(
+            "client_kwargs", client_kwargs, None, "mongo_client_kwargs", mongo_client_kwargs
+        )
+        database = _legacy_alias("database", database, None, "database_name", database_name)
+        if tracker is not None:
+            raise InvalidRequestError(
+                "MongoLightningStore(tracker=...) is not supported: read statistics() instead."
+            )
         super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
         parsed = parse_mongo_uri(uri)
         database = database if database is not None else parsed.database or DEFAULT_DATABASE

@@ -48,6 +48,22 @@ def test_constructor_defaults_and_overrides() -> None:
         MongoLightningStore("mongodb://127.0.0.1:1/", retry_timeout=-1)
 
 
+def test_agent_lightning_03_keyword_names() -> None:
+    """0.3's ``MongoLightningStore(mongo_uri=..., database_name=..., mongo_client_kwargs=...)`` works."""
+    store = MongoLightningStore(
+        mongo_uri="mongodb://user:secret@127.0.0.1:1/?replicaSet=rs0",
+        database_name="legacy",
+        mongo_client_kwargs={"appname": "legacy-app"},
+        partition_id="p",
+    )
+    assert (store.database, store.partition_id) == ("legacy", "p")
+    assert "secret" not in store.uri and "127.0.0.1:1" in store.uri
+    with pytest.raises(InvalidRequestError, match="database= or its Agent Lightning 0.3 name"):
+        MongoLightningStore(database="a", database_name="b")
+    with pytest.raises(InvalidRequestError, match="tracker"):
+        MongoLightningStore(tracker=object())
+
+
 def test_redact_hides_only_the_password() -> None:
     """Messages show the user and hosts but never the password."""
     assert redact("mongodb://u:p%40ss@h:1,h2:2/db?x=1") == "mongodb://u:***@h:1,h2:2/db?x=1"
