@@ -43,10 +43,10 @@ def plot_accuracy(rows: list[dict[str, Any]], path: Path) -> Path:
     high = [100 * (r["ci95"][1] - r["accuracy"]) for r in rows]
     fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=120)
     ax.bar(names, acc, yerr=[low, high], capsize=6, color=["#9aa5b1", "#5b8def", "#2bb673"][: len(rows)])
-    for x, value in enumerate(acc):
-        ax.text(x, value + 2, f"{value:.1f}%", ha="center", va="bottom", fontsize=9)
+    for x, value in enumerate(acc):  # inside the bar, clear of the error bar's caps
+        ax.text(x, value / 2, f"{value:.1f}%", ha="center", va="center", fontsize=10, color="white")
     ax.set_ylabel("held-out accuracy (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(0, 105)
     ax.set_title(
         f"SmolLM2-135M-Instruct, calculator agent ({rows[0]['episodes']} held-out problems)", fontsize=9
     )
