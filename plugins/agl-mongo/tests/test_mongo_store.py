@@ -58,7 +58,7 @@ def test_agent_lightning_03_keyword_names() -> None:
     )
     assert (store.database, store.partition_id) == ("legacy", "p")
     assert "secret" not in store.uri and "127.0.0.1:1" in store.uri
-    with pytest.raises(InvalidRequestError, match="database= or its Agent Lightning 0.3 name"):
+    with pytest.raises(InvalidRequestError, match=r"database= or its Agent Lightning 0\.3 name"):
         MongoLightningStore(database="a", database_name="b")
     with pytest.raises(InvalidRequestError, match="tracker"):
         MongoLightningStore(tracker=object())
