@@ -357,13 +357,13 @@ class MemoryState:
         elif span_id in ids:
             logger.debug("Duplicated span ignored: %s %s %s", span.rollout_id, attempt_id, span_id)
             return False
-        elif ids.__class__ is list:
+        elif isinstance(ids, list):
             if len(ids) < _SPAN_IDS_IN_LIST:
                 ids.append(span_id)
             else:
                 keys[attempt_id] = {*ids, span_id}
         else:
-            ids.add(span_id)  # type: ignore[union-attr]
+            ids.add(span_id)
         rec.spans.append(self.span_packer.pack(span, rec.rollout.rollout_id, attempt_id))
         seq = span.sequence_id
         if seq < rec.max_span_seq:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,20 @@ async def _fill(path: Path, rollouts: int = 400) -> None:
 
 
 def _damage_middle(path: Path) -> None:
-    """Overwrite the pages between the first two and the last one (a mid-file corruption)."""
+    """Overwrite the pages after the schema's and before the last one (a mid-file corruption).
+
+    The schema (``sqlite_schema``) spans more than page 1, so its pages are spared: a store whose
+    schema cannot be read is refused by SQLite itself, before any check of ours."""
+    with sqlite3.connect(path) as conn:
+        first = max(
+            2, *(n for (n,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'sqlite_schema'"))
+        )
+    conn.close()
     size = path.stat().st_size
-    assert size > 8 * PAGE
+    assert size > (first + 6) * PAGE
     with path.open("r+b") as handle:
-        handle.seek(2 * PAGE)
-        handle.write(b"\xa5" * (size - 3 * PAGE))
+        handle.seek(first * PAGE)
+        handle.write(b"\xa5" * (size - (first + 1) * PAGE))
         handle.flush()
         os.fsync(handle.fileno())
 
