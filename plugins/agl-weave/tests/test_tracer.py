@@ -212,3 +212,12 @@ def test_trace_context_before_init_worker_says_what_to_do() -> None:
 
     with pytest.raises(RuntimeError, match="init_worker"):
         asyncio.run(run())
+
+
+def test_a_tracer_pickles_with_its_settings_for_runner_processes() -> None:
+    import pickle
+
+    tracer = WeaveTracer(project_name="team/calc", flush_timeout=7.0)
+    clone = pickle.loads(pickle.dumps(tracer))
+    assert (clone.project_name, clone.flush_timeout, clone.instrument_managed) == ("team/calc", 7.0, True)
+    assert clone.get_last_trace() == []
