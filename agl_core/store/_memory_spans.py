@@ -79,8 +79,8 @@ class _NoExtras(dict[str, Any]):
             "use span.model_copy(update={...}) for a changed copy"
         )
 
-    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
 
     def __copy__(self) -> dict[str, Any]:
         return {}
@@ -134,7 +134,7 @@ class SpanPacker:
 def unpack(stored: StoredSpan) -> Span:
     """A `Span` equal to the one that was packed (a stored span is returned as is)."""
     if stored.__class__ is tuple:
-        values, names, extra = stored  # type: ignore[misc]
+        values, names, extra = stored
         span = _new(Span)
         _set_dict(span, values)
         # A caller setting an unknown attribute adds its name to the fields-set: give each its own.
@@ -148,12 +148,12 @@ def unpack(stored: StoredSpan) -> Span:
 def stored_attempt_id(stored: StoredSpan) -> str:
     """The attempt id of a stored span."""
     if stored.__class__ is tuple:
-        return stored[0]["attempt_id"]  # type: ignore[index,no-any-return]
+        return stored[0]["attempt_id"]  # type: ignore[no-any-return]
     return stored.attempt_id  # type: ignore[union-attr]
 
 
 def unpack_spans(stored: list[StoredSpan], attempt_id: str | None) -> list[Span]:
     """Spans for the stored ones (all, or only those of `attempt_id`), in stored order."""
     if attempt_id is None:
-        return [item if item.__class__ is Span else unpack(item) for item in stored]  # type: ignore[misc]
+        return [item if item.__class__ is Span else unpack(item) for item in stored]
     return [unpack(item) for item in stored if stored_attempt_id(item) == attempt_id]

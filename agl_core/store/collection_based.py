@@ -410,7 +410,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             if rollout is not None and rollout.status in QUEUING_ROLLOUT_STATUSES:
                 return rollout
 
-    async def _apply_attempt_update(
+    async def _write_attempt_update(
         self,
         c: LightningCollections,
         rollout: Rollout,
@@ -470,7 +470,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             for rollout, attempt in watched:
                 status = flagged.get((rollout.rollout_id, attempt.attempt_id))
                 if status is not None:
-                    await self._apply_attempt_update(
+                    await self._write_attempt_update(
                         c, rollout, attempt, True, now, status, UNSET, UNSET, UNSET
                     )
 
@@ -740,7 +740,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
             if attempt is None:
                 raise AttemptNotFoundError(rollout_id, attempt_id)
             is_latest = latest is not None and latest.attempt_id == attempt.attempt_id
-            return await self._apply_attempt_update(
+            return await self._write_attempt_update(
                 c, rollout, attempt, is_latest, self.clock(), status, worker_id, last_heartbeat_time, metadata
             )
 
