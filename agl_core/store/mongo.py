@@ -18,6 +18,4 @@ _NAMES: dict[str, Any] = {
     "MongoLightningStore": PluginName("store", "mongo", "agl-mongo"),
 }
 
-_DROPPED: dict[str, str] = {}
-
-__getattr__ = module_getattr("agl_core.store.mongo", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.store.mongo", _NAMES)

@@ -18,6 +18,4 @@ _NAMES: dict[str, Any] = {
     "AgentOpsTracer": PluginName("tracer", "agentops", "agl-agentops"),
 }
 
-_DROPPED: dict[str, str] = {}
-
-__getattr__ = module_getattr("agl_core.tracer.agentops", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.tracer.agentops", _NAMES)

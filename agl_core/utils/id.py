@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any
-
-from agl_core._compat import module_getattr
 
 
 def generate_id(length: int) -> str:
@@ -17,9 +14,3 @@ def generate_id(length: int) -> str:
 
 
 __all__ = ["generate_id"]
-
-_NAMES: dict[str, Any] = {}
-
-_DROPPED: dict[str, str] = {}
-
-__getattr__ = module_getattr("agl_core.utils.id", _NAMES, _DROPPED)

@@ -17,6 +17,4 @@ _NAMES: dict[str, Any] = {
     "APO": PluginName("algorithm", "apo", "agl-apo"),
 }
 
-_DROPPED: dict[str, str] = {}
-
-__getattr__ = module_getattr("agl_core.algorithm.apo", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.algorithm.apo", _NAMES)

@@ -17,6 +17,4 @@ _NAMES: dict[str, Any] = {
     "VERL": PluginName("algorithm", "verl", "agl-verl"),
 }
 
-_DROPPED: dict[str, str] = {}
-
-__getattr__ = module_getattr("agl_core.algorithm.verl", _NAMES, _DROPPED)
+__getattr__ = module_getattr("agl_core.algorithm.verl", _NAMES)
