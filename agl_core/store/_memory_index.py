@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Collection, Iterator
-from itertools import groupby
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -94,15 +93,15 @@ class StartTimeOrder:
         return self._descending()
 
     def _descending(self) -> Iterator[int]:
+        # Runs of equal start times (a batch enqueued at one clock reading) are found by bisection,
+        # so reading the newest few never walks a whole run.
         times, ranks = self._times, self._ranks
-        positions = range(len(times) - 1, -1, -1)
-        for _, tied in groupby(positions, key=times.__getitem__):
-            run = list(tied)
-            if len(run) == 1:
-                yield ranks[run[0]]
-            else:
-                for position in reversed(run):
-                    yield ranks[position]
+        end = len(times)
+        while end:
+            start = bisect.bisect_left(times, times[end - 1], 0, end)
+            for position in range(start, end):  # ties in ascending rank order
+                yield ranks[position]
+            end = start
 
 
 class RolloutIndex:
