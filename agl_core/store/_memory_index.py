@@ -93,15 +93,20 @@ class StartTimeOrder:
         return self._descending()
 
     def _descending(self) -> Iterator[int]:
-        # Runs of equal start times (a batch enqueued at one clock reading) are found by bisection,
+        # A run of equal start times (a batch enqueued at one clock reading) is found by bisection,
         # so reading the newest few never walks a whole run.
         times, ranks = self._times, self._ranks
         end = len(times)
         while end:
-            start = bisect.bisect_left(times, times[end - 1], 0, end)
-            for position in range(start, end):  # ties in ascending rank order
-                yield ranks[position]
-            end = start
+            last = end - 1
+            start_time = times[last]
+            if last and times[last - 1] == start_time:
+                end = bisect.bisect_left(times, start_time, 0, last)
+                for position in range(end, last + 1):  # ties in ascending rank order
+                    yield ranks[position]
+            else:
+                yield ranks[last]
+                end = last
 
 
 class RolloutIndex:
