@@ -13,7 +13,8 @@ Design:
   in a split dict, `agl_core.store._memory_spans`) and reads return those stored copies; their nested
   values (attributes) are shared with the added span, so do not modify a span after adding it.
 - **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
+  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view
+  (built when the rollout finishes, else on its first read);
   status filters and the start-time sort read indexes (`agl_core.store._memory_index`). The FIFO
   queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are dropped lazily
   when dequeued. The watchdog scans only an index of ``preparing``/``running``
