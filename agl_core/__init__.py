@@ -102,10 +102,9 @@ _RENAMED: dict[str, tuple[str, str]] = {
     "configure_logger": ("agl_core.logging", "configure_logger"),
 }
 
-# 0.3's deprecated v0.1 names (served by their modules, with 0.3's DeprecationWarning) and names agl does
-# not provide (reading one raises NotProvidedError naming the replacement); none is in __all__, so
-# ``from agl_core import *`` stays quiet.
-_NOT_PROVIDED: dict[str, str] = {
+# 0.3's deprecated v0.1 names, served by their modules with 0.3's DeprecationWarning; none is in __all__,
+# so ``from agl_core import *`` stays quiet.
+_DEPRECATED_V01: dict[str, str] = {
     "AgentLightningClient": "agl_core.client",
     "DevTaskLoader": "agl_core.client",
     "AgentLightningServer": "agl_core.server",
@@ -200,8 +199,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module_name), attribute)
         globals()[name] = value
         return value
-    if name in _NOT_PROVIDED:
-        return getattr(importlib.import_module(_NOT_PROVIDED[name]), name)  # raises NotProvidedError
+    if name in _DEPRECATED_V01:
+        return getattr(importlib.import_module(_DEPRECATED_V01[name]), name)  # the class warns when used
     lazy_module = _LAZY.get(name)
     if lazy_module is None:
         raise AttributeError(f"module 'agl_core' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Usage:
     python bench/store_scaling.py [--store memory|sqlite|http|all] [--sizes 1000,10000,100000]
-        [--reps N] [--running N]
+        [--reps N] [--running N] [--keep DIR]
 
 Each backend runs in its own process (``all``: memory, then sqlite; ``http`` is an ``agl store serve``
 process on a temporary SQLite file, asked for by name because filling it is slow). The store is filled
@@ -11,7 +11,8 @@ each step every operation below runs ``--reps`` times, each call timed on its ow
 in microseconds is reported with its ratio to the median at the first size: ``us`` is CPU time of
 this process (all its threads, so the SQLite store's too; for ``http`` the server's is not counted),
 which leaves out waiting for a core on a busy machine, ``us_wall`` the wall-clock time. Each size's
-figures are also written to stderr as soon as they are measured.
+figures are also written to stderr as soon as they are measured. ``--keep DIR`` (sqlite, http) fills
+``DIR/scale.db`` instead of a temporary file and leaves it there, to profile the filled store.
 
 Workload (what a long training run leaves behind): every rollout is claimed by a worker (ten
 rollouts per worker id, so workers grow with the store), gets 10 LLM-call spans and succeeds
@@ -214,9 +215,20 @@ async def measure(
     return cpu, wall
 
 
-async def run_backend(backend: str, sizes: list[int], reps: int, running: int) -> dict[str, Any]:
-    """Fill one backend through `sizes`; per size the operation costs and the memory."""
-    with tempfile.TemporaryDirectory(prefix="agl-scaling-") as scratch:
+async def run_backend(
+    backend: str, sizes: list[int], reps: int, running: int, keep: str | None = None
+) -> dict[str, Any]:
+    """Fill one backend through `sizes`; per size the operation costs and the memory.
+
+    `keep`: a directory for the database file (``scale.db``, which must not exist yet), left there
+    afterwards to inspect or profile; None uses a temporary directory.
+    """
+    if keep is not None:
+        os.makedirs(keep, exist_ok=True)
+        if any(f.startswith("scale.db") for f in os.listdir(keep)):
+            raise SystemExit(f"--keep {keep}: it already holds a scale.db; pick an empty directory.")
+    with tempfile.TemporaryDirectory(prefix="agl-scaling-") as temp:
+        scratch = keep if keep is not None else temp
         db_path = os.path.join(scratch, "scale.db")
         server = None
         if backend == "memory":
@@ -286,12 +298,19 @@ def main() -> None:
     )
     parser.add_argument("--reps", type=int, default=200, help="timed calls per operation and size")
     parser.add_argument("--running", type=int, default=200, help="rollouts kept running at every size")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="sqlite/http: fill the database file DIR/scale.db and leave it there (to profile it)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if not sizes or sizes != sorted(sizes) or sizes[0] <= args.running:
         parser.error(f"--sizes must increase and start above --running ({args.running}), got {args.sizes!r}")
+    if args.keep is not None and args.store not in ("sqlite", "http"):
+        parser.error("--keep needs --store sqlite or --store http (the memory store has no file)")
     if args.store != "all":
-        result = asyncio.run(run_backend(args.store, sizes, args.reps, args.running))
+        result = asyncio.run(run_backend(args.store, sizes, args.reps, args.running, args.keep))
         print(json.dumps(result, indent=2))
         return
     results = []

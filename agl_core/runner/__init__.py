@@ -8,6 +8,7 @@ from agl_core.runner.agent import (
 )
 from agl_core.runner.base import Runner
 from agl_core.runner.heartbeat import HeartbeatSender
+from agl_core.utils.lazy import lazy_exports
 
 __all__ = [
     "AgentTimeoutError",
@@ -20,10 +21,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # Agent Lightning 0.3's runner of the deprecated v0.1 stack, imported on first use.
-    if name == "LegacyAgentRunner":
-        from agl_core.runner import legacy
-
-        return getattr(legacy, name)
-    raise AttributeError(f"module 'agl_core.runner' has no attribute {name!r}")
+# Agent Lightning 0.3's runner of the deprecated v0.1 stack, imported on first use.
+__getattr__, __dir__ = lazy_exports(__name__, {"LegacyAgentRunner": "agl_core.runner.legacy"})

@@ -640,6 +640,62 @@ async def test_status_filters_and_the_start_time_sort_read_their_indexes(
         await store.close()
 
 
+async def test_no_hot_operation_scans_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every statement of the operations `bench/store_scaling.py` times finds its rows through an index
+    or a primary key (their cost must not grow with the store); the start-time sort may walk its index
+    in order, which its LIMIT stops."""
+    import agl_core.store.sqlite as sqlite_module
+
+    executed: list[str] = []
+
+    def traced_connection(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = schema.open_connection(*args, **kwargs)
+        conn.set_trace_callback(executed.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_module, "open_connection", traced_connection)
+    store = SqliteLightningStore(tmp_path / "plans.db")
+    try:
+        started = await store.start_rollout("filled", worker_id="w0")
+        await store.add_span(make_span(started.rollout_id, started.attempt.attempt_id, 1, "s0"))
+        await store.update_attempt(started.rollout_id, started.attempt.attempt_id, status="succeeded")
+        traced: dict[str, list[str]] = {}
+
+        async def trace(name: str, call: Any) -> Any:
+            executed.clear()
+            result = await call
+            traced[name] = list(executed)
+            return result
+
+        await trace("start_rollout", store.start_rollout("probe", worker_id="w1"))
+        await trace("enqueue_rollout", store.enqueue_rollout("queued"))
+        claimed = await trace("dequeue_rollout", store.dequeue_rollout(worker_id="w2"))
+        assert claimed is not None
+        rollout_id, attempt_id = claimed.rollout_id, claimed.attempt.attempt_id
+        await trace("add_span", store.add_span(make_span(rollout_id, attempt_id, 1, "s1")))
+        await trace("update_attempt", store.update_attempt(rollout_id, attempt_id, status="succeeded"))
+        await trace("query_spans", store.query_spans(started.rollout_id))
+        await trace("get_rollout_by_id", store.get_rollout_by_id(started.rollout_id))
+        await trace("by_status", store.query_rollouts(status_in=["preparing"], limit=100))
+        await trace("by_start_time", store.query_rollouts(sort_by="start_time", sort_order="desc", limit=1))
+        await trace("workers_by_status", store.query_workers(status_in=["busy"]))
+        with sqlite3.connect(tmp_path / "plans.db") as conn:
+            for name, statements in traced.items():
+                assert statements, f"nothing traced for {name}"
+                for sql in statements:
+                    sql = sql.strip().removeprefix("-- ")  # statements run by a trigger
+                    if sql.split(None, 1)[0].upper() not in ("SELECT", "INSERT", "UPDATE", "DELETE"):
+                        continue
+                    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+                    for step in plan:
+                        if not step.startswith("SCAN"):
+                            continue
+                        ordered_walk = name == "by_start_time" and "INDEX rollouts_by_start_time" in step
+                        assert ordered_walk, (name, sql, plan)
+    finally:
+        await store.close()
+
+
 async def test_unfiltered_totals_read_the_kept_row_counts(
     db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

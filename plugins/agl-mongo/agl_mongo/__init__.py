@@ -8,7 +8,9 @@ do not.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 try:
     __version__ = version("agl-mongo")  # one source: agl_core/__init__.py, through the build metadata
@@ -21,14 +23,11 @@ if TYPE_CHECKING:
     from agl_mongo.errors import SchemaVersionError, StoreUnavailableError
     from agl_mongo.store import MongoLightningStore
 
-
-def __getattr__(name: str) -> Any:
-    if name == "MongoLightningStore":
-        from agl_mongo.store import MongoLightningStore
-
-        return MongoLightningStore
-    if name in ("SchemaVersionError", "StoreUnavailableError"):
-        from agl_mongo import errors
-
-        return getattr(errors, name)
-    raise AttributeError(f"module 'agl_mongo' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "MongoLightningStore": "agl_mongo.store",
+        "SchemaVersionError": "agl_mongo.errors",
+        "StoreUnavailableError": "agl_mongo.errors",
+    },
+)

@@ -7,7 +7,9 @@ Importing this package does not import the driver; the store module does.
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 try:
     __version__ = version("agl-postgres")  # one source: agl_core/__init__.py, through the build metadata
@@ -20,14 +22,11 @@ if TYPE_CHECKING:
     from agl_postgres.errors import SchemaVersionError, StoreUnavailableError
     from agl_postgres.store import PostgresLightningStore
 
-
-def __getattr__(name: str) -> Any:
-    if name == "PostgresLightningStore":
-        from agl_postgres.store import PostgresLightningStore
-
-        return PostgresLightningStore
-    if name in ("SchemaVersionError", "StoreUnavailableError"):
-        from agl_postgres import errors
-
-        return getattr(errors, name)
-    raise AttributeError(f"module 'agl_postgres' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "PostgresLightningStore": "agl_postgres.store",
+        "SchemaVersionError": "agl_postgres.errors",
+        "StoreUnavailableError": "agl_postgres.errors",
+    },
+)

@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 try:
     __version__ = version("agl-tinker")  # one source: agl_core/__init__.py, through the build metadata
@@ -19,11 +21,4 @@ __all__ = ["Tinker", "__version__"]
 if TYPE_CHECKING:
     from agl_tinker.algorithm import Tinker
 
-
-def __getattr__(name: str) -> Any:
-    """Import the algorithm (and the tinker SDK) only when it is used."""
-    if name == "Tinker":
-        from agl_tinker.algorithm import Tinker
-
-        return Tinker
-    raise AttributeError(f"module 'agl_tinker' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"Tinker": "agl_tinker.algorithm"})

@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 try:
     __version__ = version("agl-unsloth")  # one source: agl_core/__init__.py, through the build metadata
@@ -19,11 +21,4 @@ __all__ = ["SFT", "__version__"]
 if TYPE_CHECKING:
     from agl_unsloth.algorithm import SFT
 
-
-def __getattr__(name: str) -> Any:
-    """Import the algorithm (and torch/transformers) only when it is used."""
-    if name == "SFT":
-        from agl_unsloth.algorithm import SFT
-
-        return SFT
-    raise AttributeError(f"module 'agl_unsloth' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"SFT": "agl_unsloth.algorithm"})

@@ -6,8 +6,9 @@ Importing this package is cheap; verl, torch and Ray load only when training or 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agl_core.utils.lazy import lazy_exports
 from agl_verl.config import VerlConfig, VerlConfigError
 
 if TYPE_CHECKING:
@@ -20,10 +21,4 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 
 __all__ = ["VERL", "VerlConfig", "VerlConfigError", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "VERL":
-        from agl_verl.algorithm import VERL
-
-        return VERL
-    raise AttributeError(f"module 'agl_verl' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, {"VERL": "agl_verl.algorithm"})

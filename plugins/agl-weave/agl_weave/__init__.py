@@ -5,9 +5,10 @@ Importing this package is cheap: the names below load ``weave`` only when first 
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 try:
     __version__ = version("agl-weave")  # one source: agl_core/__init__.py, through the build metadata
@@ -35,14 +36,7 @@ _LAZY = {
     "uninstrument_weave": "agl_weave.instrumentation",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agl_weave' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 if TYPE_CHECKING:  # pragma: no cover
