@@ -364,12 +364,22 @@ OPERATIONS: list[Operation] = [
 # ---------------------------------------------------------------------------------------------- running
 
 
-async def run_in_process(op: Operation, uri: str, count: int, clients: int) -> tuple[int, float, float]:
+def store_options(uri: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of `open_store` for the measured clients: ``--no-client-cache`` turns off the
+    HTTP client's span pages (every ``query_spans`` then transfers and decodes its whole answer)."""
+    if uri.startswith(("http://", "https://")) and args.no_client_cache:
+        return {"cache_span_pages": False}
+    return {}
+
+
+async def run_in_process(
+    op: Operation, uri: str, options: dict[str, Any], count: int, clients: int
+) -> tuple[int, float, float]:
     """Prepare, then time `clients` asyncio tasks sharing one store object.
 
     Returns units done, wall seconds and this process's CPU seconds (all threads) while timing.
     """
-    store = open_store(uri)
+    store = open_store(uri, **options)
     try:
         payloads = await op.prepare(store, count, clients)
         built = [op.build(p) for p in payloads]
@@ -384,11 +394,11 @@ async def run_in_process(op: Operation, uri: str, count: int, clients: int) -> t
     return sum(done), elapsed, cpu
 
 
-def _child(op_name: str, uri: str, payload: Any, barrier: Any, results: Any) -> None:
+def _child(op_name: str, uri: str, options: dict[str, Any], payload: Any, barrier: Any, results: Any) -> None:
     op = next(o for o in OPERATIONS if o.name == op_name)
 
     async def main() -> None:
-        store = open_store(uri)
+        store = open_store(uri, **options)
         try:
             built = op.build(payload)
             gc.collect()
@@ -408,7 +418,9 @@ def _child(op_name: str, uri: str, payload: Any, barrier: Any, results: Any) -> 
         raise
 
 
-async def run_in_processes(op: Operation, uri: str, count: int, processes: int) -> tuple[int, float]:
+async def run_in_processes(
+    op: Operation, uri: str, options: dict[str, Any], count: int, processes: int
+) -> tuple[int, float]:
     """Prepare here, then time `processes` client processes (wall time: first start to last end)."""
     store = open_store(uri)
     try:
@@ -418,7 +430,9 @@ async def run_in_processes(op: Operation, uri: str, count: int, processes: int) 
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(processes)
     results = ctx.Queue()
-    children = [ctx.Process(target=_child, args=(op.name, uri, p, barrier, results)) for p in payloads]
+    children = [
+        ctx.Process(target=_child, args=(op.name, uri, options, p, barrier, results)) for p in payloads
+    ]
     for child in children:
         child.start()
     reports = [results.get(timeout=600) for _ in children]
@@ -449,10 +463,11 @@ async def measure(op: Operation, source: StoreSource, args: argparse.Namespace) 
     cpu_rates: list[float] = []
     for _ in range(args.repeat):
         async with source.fresh() as uri:
+            options = store_options(uri, args)
             if args.client_processes > 1:
-                done, elapsed = await run_in_processes(op, uri, count, args.client_processes)
+                done, elapsed = await run_in_processes(op, uri, options, count, args.client_processes)
             else:
-                done, elapsed, cpu = await run_in_process(op, uri, count, args.clients)
+                done, elapsed, cpu = await run_in_process(op, uri, options, count, args.clients)
                 cpu_rates.append(done / max(cpu, 1e-9))
         rates.append(done / elapsed)
         seconds.append(elapsed)
@@ -510,6 +525,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "client_processes": args.client_processes,
         "scale": args.scale,
         "repeat": args.repeat,
+        "client_span_page_cache": not args.no_client_cache if source.kind == "http" else None,
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
         "results": results,
@@ -544,6 +560,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--only", nargs="*", choices=[o.name for o in OPERATIONS], help="measure only these operations"
+    )
+    parser.add_argument(
+        "--no-client-cache",
+        action="store_true",
+        help="http: the client keeps no span pages, so every query_spans is answered and decoded in full",
     )
     parser.add_argument(
         "--peer-python",
