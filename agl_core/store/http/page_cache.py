@@ -7,9 +7,10 @@ the kept page is returned without transferring or decoding anything. Any change 
 span, another page of a changed rollout) changes the ETag, and the server answers the new page in full.
 An answer without an ETag (an older server) is not kept.
 
-The cache is bounded by entries and by the answers' JSON bytes (the decoded spans take a few times more
-memory than their JSON), least recently used first out; pages bigger than ``max_page_bytes`` are never
-kept. It is safe to use from many threads and event loops at once.
+The cache is bounded by entries and by the answers' JSON bytes, least recently used first out; pages
+bigger than ``max_page_bytes`` are never kept. Decoded spans take about 5 times the memory of their JSON
+(73 KB for the 14 KB answer of 20 typical spans), so the default bound of 4 MiB of JSON holds about 20 MB.
+It is safe to use from many threads and event loops at once.
 """
 
 from __future__ import annotations
@@ -30,11 +31,11 @@ __all__ = [
 
 _SPAN_PAGE = PaginatedResult[Span]
 
-DEFAULT_PAGE_CACHE_ENTRIES = 256
+DEFAULT_PAGE_CACHE_ENTRIES = 128
 """Pages a client keeps by default."""
 
-DEFAULT_PAGE_CACHE_BYTES = 8 * 1024 * 1024
-"""JSON bytes of the pages a client keeps by default (8 MiB)."""
+DEFAULT_PAGE_CACHE_BYTES = 4 * 1024 * 1024
+"""JSON bytes of the pages a client keeps by default (4 MiB: about 20 MB of decoded spans)."""
 
 DEFAULT_PAGE_CACHE_PAGE_BYTES = 1024 * 1024
 """Largest answer (JSON bytes) a client keeps by default (1 MiB)."""

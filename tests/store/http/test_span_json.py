@@ -8,6 +8,7 @@ import pydantic_core
 import pytest
 
 from agl_core.store.http import BackgroundServer, LightningStoreClient
+from agl_core.store.http.etags import body_etag
 from agl_core.store.http.span_json import SpanJsonCache
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.types import PaginatedResult, Span, TraceStatus
@@ -102,3 +103,33 @@ def test_query_spans_over_http_returns_equal_spans_on_repeated_reads() -> None:
 
     with BackgroundServer(InMemoryLightningStore) as server:
         asyncio.run(scenario(server.endpoint))
+
+
+def test_page_etags_are_equal_exactly_when_the_answers_are() -> None:
+    cache = SpanJsonCache()
+    spans = [_span(1), _span(2), _span(3)]
+    body, etag = cache.page_answer(_page(spans))
+    assert cache.page_answer(_page(list(spans))) == (body, etag)  # kept bytes: the same ETag
+    assert SpanJsonCache(max_entries=0).page_answer(_page(spans)) == (body, etag)  # encoded afresh
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)  # 304: no body built
+    assert cache.page_answer(_page(spans), if_none_match='"other"') == (body, etag)
+    others = {
+        cache.page_answer(_page(spans, total=4))[1],  # same spans, another total
+        cache.page_answer(_page(spans[:2]))[1],
+        cache.page_answer(_page(spans[::-1]))[1],
+        cache.page_answer(PaginatedResult[Span](items=spans, limit=3, offset=0, total=3))[1],
+    }
+    spans[1].name = "renamed"
+    others.add(cache.page_answer(_page(spans))[1])
+    assert etag not in others and len(others) == 5
+
+
+def test_an_unusual_page_gets_the_etag_of_its_bytes() -> None:
+    class Page(PaginatedResult[Span]):
+        note: str = "x"
+
+    page = Page(items=[_span(1)], limit=-1, offset=0, total=1)
+    body, etag = SpanJsonCache().page_answer(page)
+    assert body == pydantic_core.to_json(page) and b'"note":"x"' in body
+    assert etag == body_etag(body)
+    assert SpanJsonCache().page_answer(page, if_none_match=f"W/{etag}") == (None, etag)
