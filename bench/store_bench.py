@@ -3,6 +3,7 @@
 Usage:
     python bench/store_bench.py --store memory|sqlite|http|postgres|mongo|<store URI>
         [--clients N] [--client-processes N] [--scale F] [--repeat R] [--server-store URI]
+        [--only OP ...] [--peer-python PYTHON] [--no-client-cache]
 
 Prints JSON: per operation the wall-clock ``rate`` (ops/s; spans/s for add_many_spans), for in-process
 clients also ``rate_per_client_cpu_second`` (units per CPU-second of the benchmark process: the same
@@ -21,6 +22,12 @@ Operations (counts at ``--scale 1``): 10k ``enqueue_rollout``; 10k ``dequeue_rol
 starts an attempt); 100k ``add_span``; 100k spans through ``add_many_spans`` in batches of 100;
 10k ``query_spans`` of one rollout holding 20 spans; 10k ``update_attempt`` (each sets a worker's
 attempt to ``succeeded``, which propagates to the rollout and the worker).
+
+Over HTTP the ``query_spans`` workload reads the same rollout again and again, so from the second call
+on the client revalidates its kept page with ``If-None-Match`` and the server answers ``304 Not
+Modified`` (the client's span-page cache, see `agl_core.store.http.client`). ``--no-client-cache``
+measures the other case, every answer transferred and decoded in full (a page that changed, or a
+client that reads each page once); report both.
 
 Honesty rules: every operation runs on a fresh store (``memory``: a new instance; ``sqlite``: a new
 temporary file; ``http``: a new ``agl store serve`` process backed by ``--server-store``) whose state

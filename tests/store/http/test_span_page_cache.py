@@ -84,7 +84,7 @@ def test_a_served_span_page_has_an_etag_and_a_matching_request_gets_304_without_
             finally:
                 await client.close()
 
-        rollout_id, _, spans = asyncio.run(fill())
+        rollout_id, _, _ = asyncio.run(fill())
         search = f"{url}/v1/agl/spans/search"
         status, body, etag = _post(search, {"rollout_id": rollout_id})
         assert status == 200 and len(json.loads(body)["items"]) == 3
@@ -163,7 +163,8 @@ async def test_a_repeated_query_is_revalidated_and_answers_the_kept_spans() -> N
             # The spans are shared (read-only, as the local stores answer); the pages are not.
             assert all(a is b for a, b in zip(first.items, again.items, strict=True))
             assert again is not first and again.items is not first.items
-            assert isinstance(again, PaginatedResult) and (again.limit, again.offset, again.total) == (-1, 0, 5)
+            assert isinstance(again, PaginatedResult)
+            assert (again.limit, again.offset, again.total) == (-1, 0, 5)
             assert again == first
             again.items.clear()  # a caller changing its page does not change the kept one
             assert list(await client.query_spans(rollout_id)) == spans
