@@ -3,6 +3,7 @@
 Usage:
     python bench/store_bench.py --store memory|sqlite|http|postgres|mongo|<store URI>
         [--clients N] [--client-processes N] [--scale F] [--repeat R] [--server-store URI]
+        [--only OP ...] [--peer-python PYTHON] [--no-client-cache]
 
 Prints JSON: per operation the wall-clock ``rate`` (ops/s; spans/s for add_many_spans), for in-process
 clients also ``rate_per_client_cpu_second`` (units per CPU-second of the benchmark process: the same
@@ -21,6 +22,12 @@ Operations (counts at ``--scale 1``): 10k ``enqueue_rollout``; 10k ``dequeue_rol
 starts an attempt); 100k ``add_span``; 100k spans through ``add_many_spans`` in batches of 100;
 10k ``query_spans`` of one rollout holding 20 spans; 10k ``update_attempt`` (each sets a worker's
 attempt to ``succeeded``, which propagates to the rollout and the worker).
+
+Over HTTP the ``query_spans`` workload reads the same rollout again and again, so from the second call
+on the client revalidates its kept page with ``If-None-Match`` and the server answers ``304 Not
+Modified`` (the client's span-page cache, see `agl_core.store.http.client`). ``--no-client-cache``
+measures the other case, every answer transferred and decoded in full (a page that changed, or a
+client that reads each page once); report both.
 
 Honesty rules: every operation runs on a fresh store (``memory``: a new instance; ``sqlite``: a new
 temporary file; ``http``: a new ``agl store serve`` process backed by ``--server-store``) whose state
@@ -364,12 +371,22 @@ OPERATIONS: list[Operation] = [
 # ---------------------------------------------------------------------------------------------- running
 
 
-async def run_in_process(op: Operation, uri: str, count: int, clients: int) -> tuple[int, float, float]:
+def store_options(uri: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of `open_store` for the measured clients: ``--no-client-cache`` turns off the
+    HTTP client's span pages (every ``query_spans`` then transfers and decodes its whole answer)."""
+    if uri.startswith(("http://", "https://")) and args.no_client_cache:
+        return {"cache_span_pages": False}
+    return {}
+
+
+async def run_in_process(
+    op: Operation, uri: str, options: dict[str, Any], count: int, clients: int
+) -> tuple[int, float, float]:
     """Prepare, then time `clients` asyncio tasks sharing one store object.
 
     Returns units done, wall seconds and this process's CPU seconds (all threads) while timing.
     """
-    store = open_store(uri)
+    store = open_store(uri, **options)
     try:
         payloads = await op.prepare(store, count, clients)
         built = [op.build(p) for p in payloads]
@@ -384,11 +401,11 @@ async def run_in_process(op: Operation, uri: str, count: int, clients: int) -> t
     return sum(done), elapsed, cpu
 
 
-def _child(op_name: str, uri: str, payload: Any, barrier: Any, results: Any) -> None:
+def _child(op_name: str, uri: str, options: dict[str, Any], payload: Any, barrier: Any, results: Any) -> None:
     op = next(o for o in OPERATIONS if o.name == op_name)
 
     async def main() -> None:
-        store = open_store(uri)
+        store = open_store(uri, **options)
         try:
             built = op.build(payload)
             gc.collect()
@@ -408,7 +425,9 @@ def _child(op_name: str, uri: str, payload: Any, barrier: Any, results: Any) -> 
         raise
 
 
-async def run_in_processes(op: Operation, uri: str, count: int, processes: int) -> tuple[int, float]:
+async def run_in_processes(
+    op: Operation, uri: str, options: dict[str, Any], count: int, processes: int
+) -> tuple[int, float]:
     """Prepare here, then time `processes` client processes (wall time: first start to last end)."""
     store = open_store(uri)
     try:
@@ -418,7 +437,9 @@ async def run_in_processes(op: Operation, uri: str, count: int, processes: int) 
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(processes)
     results = ctx.Queue()
-    children = [ctx.Process(target=_child, args=(op.name, uri, p, barrier, results)) for p in payloads]
+    children = [
+        ctx.Process(target=_child, args=(op.name, uri, options, p, barrier, results)) for p in payloads
+    ]
     for child in children:
         child.start()
     reports = [results.get(timeout=600) for _ in children]
@@ -449,10 +470,11 @@ async def measure(op: Operation, source: StoreSource, args: argparse.Namespace) 
     cpu_rates: list[float] = []
     for _ in range(args.repeat):
         async with source.fresh() as uri:
+            options = store_options(uri, args)
             if args.client_processes > 1:
-                done, elapsed = await run_in_processes(op, uri, count, args.client_processes)
+                done, elapsed = await run_in_processes(op, uri, options, count, args.client_processes)
             else:
-                done, elapsed, cpu = await run_in_process(op, uri, count, args.clients)
+                done, elapsed, cpu = await run_in_process(op, uri, options, count, args.clients)
                 cpu_rates.append(done / max(cpu, 1e-9))
         rates.append(done / elapsed)
         seconds.append(elapsed)
@@ -510,6 +532,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "client_processes": args.client_processes,
         "scale": args.scale,
         "repeat": args.repeat,
+        "client_span_page_cache": not args.no_client_cache if source.kind == "http" else None,
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
         "results": results,
@@ -544,6 +567,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--only", nargs="*", choices=[o.name for o in OPERATIONS], help="measure only these operations"
+    )
+    parser.add_argument(
+        "--no-client-cache",
+        action="store_true",
+        help="http: the client keeps no span pages, so every query_spans is answered and decoded in full",
     )
     parser.add_argument(
         "--peer-python",

@@ -12,6 +12,13 @@ once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays 
 retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
 issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
 
+**Span pages.** ``query_spans`` keeps the pages it decoded (bounded: `agl_core.store.http.page_cache`)
+and sends the same query again with ``If-None-Match``; when the server answers ``304 Not Modified`` the
+answer is unchanged byte for byte and a new page of the kept spans is returned without transferring or
+decoding them again. So, as with the in-memory and SQLite stores, the spans ``query_spans`` returns are
+shared between calls: treat them as read-only. ``cache_span_pages=False`` turns this off (every query is
+answered in full); a server that sends no ETag is never revalidated.
+
 Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
 ``wait_for_rollouts`` accepts
 any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
@@ -48,8 +55,9 @@ from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, Rol
 from agl_core.store.http import network
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
 from agl_core.store.http.models import AnyRollout
+from agl_core.store.http.page_cache import SpanPageCache
 from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
-from agl_core.store.http.transport import HttpTransport, TransportError, build_request
+from agl_core.store.http.transport import HttpAnswer, HttpTransport, TransportError, build_request
 from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
@@ -124,6 +132,8 @@ class LightningStoreClient(LightningStore):
         proxy: Forward proxy URL ``http://[user:pass@]host:port`` (``""``: none); default from
             ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``. Loopback servers are always reached directly.
         trust_env: Read the proxy and TLS file settings from the environment.
+        cache_span_pages: Keep the span pages ``query_spans`` got and revalidate them with the server's
+            ETags (see the module docstring); False sends every query unconditionally.
         server_address, retry_delays, health_retry_delays, request_timeout, connection_timeout: Agent
             Lightning 0.3's arguments (``server_address`` = ``url``; ``retry_delays`` sets ``retries`` and
             ``backoff``; ``request_timeout`` = ``timeout``; the other two are accepted and unused).
@@ -147,6 +157,7 @@ class LightningStoreClient(LightningStore):
         client_key: str | None = None,
         proxy: str | None = None,
         trust_env: bool = True,
+        cache_span_pages: bool = True,
         server_address: str | None = None,
         retry_delays: Sequence[float] | None = None,
         health_retry_delays: Sequence[float] | None = None,
@@ -194,6 +205,8 @@ class LightningStoreClient(LightningStore):
             client_key or (os.environ.get(network.CLIENT_KEY_ENV) if trust_env else None) or None
         )
         self.proxy, self.trust_env = proxy, bool(trust_env)
+        self.cache_span_pages = bool(cache_span_pages)
+        self._span_pages = SpanPageCache() if self.cache_span_pages else None
         try:
             context = (
                 network.make_ssl_context(self.ca_bundle, self.client_cert, self.client_key)
@@ -233,6 +246,7 @@ class LightningStoreClient(LightningStore):
             "client_key": self.client_key,
             "proxy": self.proxy,
             "trust_env": self.trust_env,
+            "cache_span_pages": self.cache_span_pages,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -274,15 +288,17 @@ class LightningStoreClient(LightningStore):
         timeout: float | None = None,
         base: str | None = None,
         tries: list[int] | None = None,
-    ) -> bytes:
-        """Send one request (retried as the class describes); a 2xx answer's body, else a typed error.
+        extra_headers: str = "",
+    ) -> HttpAnswer:
+        """Send one request (retried as the class describes); a 2xx or 304 answer, else a typed error.
 
-        `tries`, when given, receives the number of tries it took (in ``tries[0]``).
+        `tries`, when given, receives the number of tries it took (in ``tries[0]``); `extra_headers`
+        holds more ``Name: value\r\n`` lines for this request.
         """
         target = (self._api if base is None else base) + path
         if params:
             target += "?" + urlencode(params)
-        headers = self._headers
+        headers = self._headers + extra_headers
         if mutating:
             headers += f"Idempotency-Key: {os.urandom(16).hex()}\r\n"
         transport = self._transport
@@ -300,7 +316,8 @@ class LightningStoreClient(LightningStore):
         while True:
             transport_error: TransportError | None = None
             try:
-                status, raw = await self._transport.send(request, wait)
+                answer = await self._transport.send(request, wait)
+                status, raw = answer.status, answer.body
             except TransportError as exc:
                 transport_error = exc
                 status, raw = 0, b""
@@ -308,7 +325,7 @@ class LightningStoreClient(LightningStore):
                 if status < 400:
                     if tries is not None:
                         tries[0] = attempt + 1
-                    return raw
+                    return answer
                 if status == 500:
                     server_faults += 1
                 if (
@@ -340,17 +357,17 @@ class LightningStoreClient(LightningStore):
             await asyncio.sleep(delay)
 
     async def _post(self, path: str, payload: Any, result: Any, *, mutating: bool = True) -> Any:
-        raw = await self._call("POST", path, _encode(payload), mutating=mutating)
+        raw = (await self._call("POST", path, _encode(payload), mutating=mutating)).body
         return _decode(result, raw)
 
     async def _get(self, path: str, result: Any, params: dict[str, str] | None = None) -> Any:
-        return _decode(result, await self._call("GET", path, params=params))
+        return _decode(result, (await self._call("GET", path, params=params)).body)
 
     # ------------------------------------------------------------------------------ statistics
 
     async def statistics(self) -> LightningStoreStatistics:
         """The server's store statistics."""
-        return pydantic_core.from_json(await self._call("GET", "/statistics"))  # type: ignore[no-any-return]
+        return pydantic_core.from_json((await self._call("GET", "/statistics")).body)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ rollouts
 
@@ -535,7 +552,7 @@ class LightningStoreClient(LightningStore):
             _encode({"rollout_ids": ids, "timeout": wait}),
             timeout=wait + self.timeout,
         )
-        return _decode(list[Rollout], raw)  # type: ignore[no-any-return]
+        return _decode(list[Rollout], raw.body)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ spans
 
@@ -543,7 +560,7 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.add_span`."""
         logic.validate_span(span)
         tries = [0]
-        raw = await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)
+        raw = (await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)).body
         stored: Span | None = _decode(Span | None, raw)
         if stored is None and tries[0] > 1:
             # Retried: the first try may have been written before the connection (or the server)
@@ -563,7 +580,7 @@ class LightningStoreClient(LightningStore):
         raw = await self._call(
             "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
         )
-        inserted = pydantic_core.from_json(raw)["inserted"]
+        inserted = pydantic_core.from_json(raw.body)["inserted"]
         return [batch[i] for i in inserted]
 
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
@@ -574,7 +591,7 @@ class LightningStoreClient(LightningStore):
             _encode({"rollout_id": rollout_id, "attempt_id": attempt_id}),
             mutating=True,
         )
-        return int(pydantic_core.from_json(raw)["sequence_id"])
+        return int(pydantic_core.from_json(raw.body)["sequence_id"])
 
     async def get_many_span_sequence_ids(
         self, rollout_attempt_ids: Sequence[tuple[str, str]]
@@ -586,11 +603,32 @@ class LightningStoreClient(LightningStore):
         raw = await self._call(
             "POST", "/spans/sequence-ids", _encode({"rollout_attempt_ids": pairs}), mutating=True
         )
-        return list(pydantic_core.from_json(raw)["sequence_ids"])
+        return list(pydantic_core.from_json(raw.body)["sequence_ids"])
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
-        """``POST /v1/agl/spans/search`` with the checked query."""
-        return await self._post("/spans/search", query, _SPAN_PAGE, mutating=False)  # type: ignore[no-any-return]
+        """``POST /v1/agl/spans/search`` with the checked query, revalidating a kept page by its ETag."""
+        body = _encode(query)
+        cache = self._span_pages
+        kept = cache.get(body) if cache is not None else None
+        answer = await self._call(
+            "POST",
+            "/spans/search",
+            body,
+            extra_headers="" if kept is None else f"If-None-Match: {kept.etag}\r\n",
+        )
+        if answer.status == 304:
+            if kept is None:
+                raise StoreServerError(
+                    f"The store at {self.url} answered 304 Not Modified to a span query that named no ETag."
+                )
+            return kept.page()
+        fresh: PaginatedResult[Span] = _decode(_SPAN_PAGE, answer.body)
+        if cache is not None:
+            if answer.etag is not None and answer.status == 200:
+                cache.put(body, answer.etag, fresh, len(answer.body))
+            elif kept is not None:
+                cache.discard(body)
+        return fresh
 
     # ------------------------------------------------------------------------------ resources
 

@@ -24,6 +24,7 @@ from agl_core.store.http.errors import (
     InvalidJSONError,
     RequestValidationError,
 )
+from agl_core.store.http.etags import body_etag, none_match_hits
 from agl_core.store.http.openapi import openapi_document
 from agl_core.store.http.span_json import SpanJsonCache
 from agl_core.types import NamedResources, PaginatedResult, Span
@@ -384,19 +385,29 @@ class StoreApi:
             indices = [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]
         return json_response({"inserted": indices}, 201)
 
-    async def _query_spans(self, q: m.SpanQuery) -> web.Response:
+    async def _query_spans(self, request: web.Request, q: m.SpanQuery) -> web.Response:
+        """The page with a strong ``ETag``; 304 without a body when ``If-None-Match`` names that ETag."""
         page = await self.store._execute(q)
-        if isinstance(page, PaginatedResult):  # a 0.3-style store may answer a plain list
-            return web.Response(body=self.span_json.page_json(page), content_type=_JSON)
-        return json_response(page)
+        known = request.headers.get("If-None-Match")
+        body: bytes | None
+        if isinstance(page, PaginatedResult):
+            body, etag = self.span_json.page_answer(page, known)
+        else:  # a 0.3-style store may answer a plain list
+            body = pydantic_core.to_json(page)
+            etag = body_etag(body)
+            if known is not None and none_match_hits(known, etag):
+                body = None
+        if body is None:
+            return web.Response(status=304, headers={"ETag": etag})
+        return web.Response(body=body, content_type=_JSON, headers={"ETag": etag})
 
     async def query_spans_get(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/spans``."""
-        return await self._query_spans(self._query(request, m.SpanQuery))
+        """``GET /v1/agl/spans`` (conditional: see `_query_spans`)."""
+        return await self._query_spans(request, self._query(request, m.SpanQuery))
 
     async def query_spans(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans/search``."""
-        return await self._query_spans(await self._body(request, m.SpanQuery, required=True))
+        """``POST /v1/agl/spans/search`` (conditional: see `_query_spans`)."""
+        return await self._query_spans(request, await self._body(request, m.SpanQuery, required=True))
 
     async def next_sequence_id(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/spans/next``."""

@@ -11,20 +11,33 @@ or equal ones), so a field that was reassigned is encoded again. Changing a nest
 attribute of a span returned by the store) is not seen: spans a store returns are read-only, as the
 stores document. Spans of a `Span` subclass or with extra fields are always encoded afresh. The answer
 is ``pydantic_core.to_json(page)``, byte for byte.
+
+**ETags.** `SpanJsonCache.page_answer` also gives each page a strong ETag: a 128-bit BLAKE2b digest of
+the page's paging numbers and of the 128-bit digests of its spans' JSON, each span's digest kept next to
+its bytes. Equal ETags mean byte-identical answers (short of a BLAKE2b collision). A page's ETag costs
+one hash of 16 bytes a span instead of one of the whole answer (a 20-span page is about 14 KB: hashing
+it took 30-60 µs on the shared 2-core reference machine, against 1-3 µs), and an answer that will be
+``304 Not Modified`` is never joined.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pydantic_core
 
+from agl_core.store.http.etags import DIGEST_SIZE, body_etag, none_match_hits
 from agl_core.types import PaginatedResult, Span
 
 __all__ = ["DEFAULT_SPAN_JSON_ENTRIES", "SpanJsonCache"]
 
 DEFAULT_SPAN_JSON_ENTRIES = 16_384
 """Spans whose JSON a server keeps by default (about 10 MB for spans of ~650 bytes)."""
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=DIGEST_SIZE).digest()
 
 
 class SpanJsonCache:
@@ -40,39 +53,81 @@ class SpanJsonCache:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}.")
         self.max_entries = max_entries
-        # id(values) -> (values, their field values, JSON); holding `values` keeps its id unique
-        self._entries: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes]] = {}
+        # id(values) -> (values, their field values, JSON, digest of the JSON); holding `values` keeps
+        # its id unique
+        self._entries: dict[int, tuple[dict[str, Any], tuple[Any, ...], bytes, bytes]] = {}
 
     def __len__(self) -> int:
         """Number of spans whose JSON is kept."""
         return len(self._entries)
 
-    def span_json(self, span: Span) -> bytes:
-        """``pydantic_core.to_json(span)``, from the kept bytes when this span was encoded before."""
+    def _encoded(self, span: Span) -> tuple[bytes, bytes]:
+        """The span's JSON and its digest, from the kept entry when this span was encoded before."""
         if span.__class__ is not Span or span.__pydantic_extra__ or not self.max_entries:
-            return pydantic_core.to_json(span)
+            encoded = pydantic_core.to_json(span)
+            return encoded, _digest(encoded)
         values = span.__dict__
         key = id(values)
         current = tuple(values.values())
         entry = self._entries.get(key)
         if entry is not None and entry[0] is values and entry[1] == current:
-            return entry[2]
+            return entry[2], entry[3]
         encoded = pydantic_core.to_json(span)
+        digest = _digest(encoded)
         entries = self._entries
         if entry is None and len(entries) >= self.max_entries:
             del entries[next(iter(entries))]
-        entries[key] = (values, current, encoded)
-        return encoded
+        entries[key] = (values, current, encoded, digest)
+        return encoded, digest
 
-    def page_json(self, page: PaginatedResult[Span]) -> bytes:
-        """``pydantic_core.to_json(page)`` for a page of spans."""
+    def span_json(self, span: Span) -> bytes:
+        """``pydantic_core.to_json(span)``, from the kept bytes when this span was encoded before."""
+        return self._encoded(span)[0]
+
+    def page_answer(
+        self, page: PaginatedResult[Span], if_none_match: str | None = None
+    ) -> tuple[bytes | None, str]:
+        """``pydantic_core.to_json(page)`` and the page's strong ETag (quoted, see the module docstring).
+
+        The JSON is None when `if_none_match` (an ``If-None-Match`` header) names the ETag: the answer
+        is then ``304 Not Modified`` and the page's JSON is not built.
+        """
         if page.__pydantic_extra__ or len(page.__dict__) != 4:  # not the plain four-field page
-            return pydantic_core.to_json(page)
-        span_json = self.span_json
-        items = b",".join([span_json(span) for span in page.items])
-        return b'{"items":[%b],"limit":%d,"offset":%d,"total":%d}' % (
-            items,
+            body = pydantic_core.to_json(page)
+            etag = body_etag(body)
+            return (
+                None if if_none_match is not None and none_match_hits(if_none_match, etag) else body
+            ), etag
+        entries = self._entries
+        encoded: list[bytes] = []
+        digests: list[bytes] = []
+        for span in page.items:
+            # the kept entry, checked as in `_encoded` (inlined: this loop runs for every span answered)
+            values = span.__dict__
+            entry = entries.get(id(values))
+            if (
+                entry is not None
+                and entry[0] is values
+                and span.__class__ is Span
+                and not span.__pydantic_extra__
+                and entry[1] == tuple(values.values())
+            ):
+                encoded.append(entry[2])
+                digests.append(entry[3])
+            else:
+                span_json, digest = self._encoded(span)
+                encoded.append(span_json)
+                digests.append(digest)
+        # The numbers end at ';' and every digest has the same length, so different pages never hash
+        # the same input: an equal ETag means equal bytes.
+        numbers = b"%d,%d,%d;" % (page.limit, page.offset, page.total)
+        etag = f'"{hashlib.blake2b(numbers + b"".join(digests), digest_size=DIGEST_SIZE).hexdigest()}"'
+        if if_none_match is not None and none_match_hits(if_none_match, etag):
+            return None, etag
+        body = b'{"items":[%b],"limit":%d,"offset":%d,"total":%d}' % (
+            b",".join(encoded),
             page.limit,
             page.offset,
             page.total,
         )
+        return body, etag

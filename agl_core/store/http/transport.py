@@ -9,6 +9,8 @@ Node.js and uvicorn): about 40 µs per request. TLS (``https://``) goes through 
 
 Connections are reused while the server keeps them alive; a pool holds at most ``limit`` connections
 (further requests wait for a free one). A connection that the server closed is dropped, never reused.
+Of the answer's headers only ``ETag`` is kept (for conditional requests); a ``304 Not Modified`` has no
+body by definition and answers ``b""``.
 """
 
 from __future__ import annotations
@@ -18,12 +20,21 @@ import collections
 import contextlib
 import ssl as ssl_module
 import threading
+from typing import NamedTuple
 
 import httptools
 
 from agl_core.store.http.network import ProxySettings
 
-__all__ = ["HttpTransport", "TransportError", "build_request"]
+__all__ = ["HttpAnswer", "HttpTransport", "TransportError", "build_request"]
+
+
+class HttpAnswer(NamedTuple):
+    """One answer: status code, body and the ``ETag`` header (None when the answer had none)."""
+
+    status: int
+    body: bytes
+    etag: str | None
 
 
 class TransportError(ConnectionError):
@@ -33,13 +44,14 @@ class TransportError(ConnectionError):
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; `request` sends one request and waits for its full answer."""
 
-    __slots__ = ("_chunks", "_parser", "_waiter", "closed", "keep_alive", "transport")
+    __slots__ = ("_chunks", "_etag", "_parser", "_waiter", "closed", "keep_alive", "transport")
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
-        self._waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self._waiter: asyncio.Future[HttpAnswer] | None = None
         self._chunks: list[bytes] = []
+        self._etag: str | None = None
         self.closed = False
         self.keep_alive = True
 
@@ -61,6 +73,11 @@ class _Connection(asyncio.Protocol):
     # httptools callbacks
     def on_message_begin(self) -> None:
         self._chunks = []
+        self._etag = None
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if len(name) == 4 and name.lower() == b"etag":
+            self._etag = value.decode("latin-1")
 
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
@@ -71,7 +88,11 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             chunks = self._chunks
             waiter.set_result(
-                (self._parser.get_status_code(), chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                HttpAnswer(
+                    self._parser.get_status_code(),
+                    chunks[0] if len(chunks) == 1 else b"".join(chunks),
+                    self._etag,
+                )
             )
 
     def _fail(self, error: Exception) -> None:
@@ -86,11 +107,11 @@ class _Connection(asyncio.Protocol):
             with contextlib.suppress(RuntimeError):  # its event loop is already closed
                 self.transport.close()
 
-    async def request(self, data: bytes, loop: asyncio.AbstractEventLoop) -> tuple[int, bytes]:
-        """Send `data` (a complete request) and return ``(status, body)``."""
+    async def request(self, data: bytes, loop: asyncio.AbstractEventLoop) -> HttpAnswer:
+        """Send `data` (a complete request) and return its answer."""
         if self.closed or self.transport is None or self.transport.is_closing():
             raise TransportError("The connection is closed.")
-        waiter: asyncio.Future[tuple[int, bytes]] = loop.create_future()
+        waiter: asyncio.Future[HttpAnswer] = loop.create_future()
         self._waiter = waiter
         self.transport.write(data)
         return await waiter
@@ -262,8 +283,8 @@ class HttpTransport:
                 waiter.set_result(None)
                 return
 
-    async def send(self, data: bytes, timeout: float) -> tuple[int, bytes]:
-        """Send one complete request (`data`) and return ``(status, body)`` within `timeout` seconds.
+    async def send(self, data: bytes, timeout: float) -> HttpAnswer:
+        """Send one complete request (`data`) and return its answer within `timeout` seconds.
 
         Raises:
             TransportError: connect failure, reset, malformed answer or timeout.

@@ -8,6 +8,7 @@ import pydantic_core
 import pytest
 
 from agl_core.store.http import BackgroundServer, LightningStoreClient
+from agl_core.store.http.etags import body_etag
 from agl_core.store.http.span_json import SpanJsonCache
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.types import PaginatedResult, Span, TraceStatus
@@ -36,19 +37,19 @@ def test_page_json_is_pydantics_json_on_first_and_later_reads() -> None:
     cache = SpanJsonCache()
     page = _page([_span(1), _span(2), _span(3)], total=7)
     expected = pydantic_core.to_json(page)
-    assert cache.page_json(page) == expected
+    assert cache.page_answer(page)[0] == expected
     assert len(cache) == 3
-    assert cache.page_json(page) == expected  # from the kept bytes
-    assert cache.page_json(_page([])) == pydantic_core.to_json(_page([]))
+    assert cache.page_answer(page)[0] == expected  # from the kept bytes
+    assert cache.page_answer(_page([]))[0] == pydantic_core.to_json(_page([]))
 
 
 def test_a_reassigned_field_is_encoded_again() -> None:
     cache = SpanJsonCache()
     span = _span(1)
-    cache.page_json(_page([span]))
+    cache.page_answer(_page([span]))
     span.name = "renamed"
     span.status = TraceStatus(status_code="ERROR", description="boom")
-    assert cache.page_json(_page([span])) == pydantic_core.to_json(_page([span]))
+    assert cache.page_answer(_page([span]))[0] == pydantic_core.to_json(_page([span]))
     assert b'"renamed"' in cache.span_json(span)
 
 
@@ -60,20 +61,20 @@ def test_extra_fields_and_subclasses_are_encoded_afresh() -> None:
     with_extra = Span.model_validate({**_span(1).model_dump(), "custom": "x"})
     sub = MySpan.model_validate(_span(2).model_dump())
     page = _page([with_extra, sub])
-    assert cache.page_json(page) == pydantic_core.to_json(page)
+    assert cache.page_answer(page)[0] == pydantic_core.to_json(page)
     assert len(cache) == 0
     with_extra.custom = "y"  # type: ignore[attr-defined]
-    assert b'"custom":"y"' in cache.page_json(_page([with_extra]))
+    assert b'"custom":"y"' in (cache.page_answer(_page([with_extra]))[0] or b"")
 
 
 def test_entries_are_bounded_and_zero_keeps_none() -> None:
     cache = SpanJsonCache(max_entries=2)
     spans = [_span(i) for i in range(1, 5)]
     page = _page(spans)
-    assert cache.page_json(page) == pydantic_core.to_json(page)
+    assert cache.page_answer(page)[0] == pydantic_core.to_json(page)
     assert len(cache) == 2
     off = SpanJsonCache(max_entries=0)
-    assert off.page_json(page) == pydantic_core.to_json(page)
+    assert off.page_answer(page)[0] == pydantic_core.to_json(page)
     assert len(off) == 0
     with pytest.raises(ValueError, match="max_entries"):
         SpanJsonCache(max_entries=-1)
@@ -102,3 +103,33 @@ def test_query_spans_over_http_returns_equal_spans_on_repeated_reads() -> None:
 
     with BackgroundServer(InMemoryLightningStore) as server:
         asyncio.run(scenario(server.endpoint))
+
+
+def test_page_etags_are_equal_exactly_when_the_answers_are() -> None:
+    cache = SpanJsonCache()
+    spans = [_span(1), _span(2), _span(3)]
+    body, etag = cache.page_answer(_page(spans))
+    assert cache.page_answer(_page(list(spans))) == (body, etag)  # kept bytes: the same ETag
+    assert SpanJsonCache(max_entries=0).page_answer(_page(spans)) == (body, etag)  # encoded afresh
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)  # 304: no body built
+    assert cache.page_answer(_page(spans), if_none_match='"other"') == (body, etag)
+    others = {
+        cache.page_answer(_page(spans, total=4))[1],  # same spans, another total
+        cache.page_answer(_page(spans[:2]))[1],
+        cache.page_answer(_page(spans[::-1]))[1],
+        cache.page_answer(PaginatedResult[Span](items=spans, limit=3, offset=0, total=3))[1],
+    }
+    spans[1].name = "renamed"
+    others.add(cache.page_answer(_page(spans))[1])
+    assert etag not in others and len(others) == 5
+
+
+def test_an_unusual_page_gets_the_etag_of_its_bytes() -> None:
+    class Page(PaginatedResult[Span]):
+        note: str = "x"
+
+    page = Page(items=[_span(1)], limit=-1, offset=0, total=1)
+    body, etag = SpanJsonCache().page_answer(page)
+    assert body == pydantic_core.to_json(page) and b'"note":"x"' in body
+    assert etag == body_etag(body)
+    assert SpanJsonCache().page_answer(page, if_none_match=f"W/{etag}") == (None, etag)

@@ -84,7 +84,7 @@ async def test_keep_alive_connection_is_reused(raw_server: Callable[[Reply], Raw
     server = await _serve(raw_server(lambda request: _ok(b'{"n":1}')))
     transport = HttpTransport("127.0.0.1", server.port)
     for _ in range(5):
-        assert await transport.send(_get(), 5) == (200, b'{"n":1}')
+        assert await transport.send(_get(), 5) == (200, b'{"n":1}', None)
     assert server.connections == 1
     await transport.close()
 
@@ -94,8 +94,27 @@ async def test_post_body_and_chunked_answer(raw_server: Callable[[Reply], RawSer
     server = await _serve(raw_server(lambda request: chunked))
     transport = HttpTransport("127.0.0.1", server.port)
     request = build_request("POST", "/y", "h:1", "Content-Type: application/json\r\n", b'{"a":1}')
-    assert await transport.send(request, 5) == (201, b"abcde")
+    assert await transport.send(request, 5) == (201, b"abcde", None)
     assert server.requests[0].endswith(b'Content-Length: 7\r\n\r\n{"a":1}')
+    await transport.close()
+
+
+async def test_etag_is_kept_and_a_304_has_no_body_on_a_reused_connection(
+    raw_server: Callable[[Reply], RawServer],
+) -> None:
+    answers = iter(
+        [
+            _ok(b'{"n":1}', b'ETag: "v1"\r\n'),
+            b'HTTP/1.1 304 Not Modified\r\nEtag: "v1"\r\n\r\n',  # no body, no Content-Length
+            _ok(b'{"n":2}'),
+        ]
+    )
+    server = await _serve(raw_server(lambda request: next(answers)))
+    transport = HttpTransport("127.0.0.1", server.port)
+    assert await transport.send(_get(), 5) == (200, b'{"n":1}', '"v1"')
+    assert await transport.send(_get(), 5) == (304, b"", '"v1"')
+    assert await transport.send(_get(), 5) == (200, b'{"n":2}', None)  # not the previous answer's ETag
+    assert server.connections == 1
     await transport.close()
 
 
@@ -136,6 +155,6 @@ async def test_connection_limit_queues_requests(raw_server: Callable[[Reply], Ra
     server = await _serve(raw_server(lambda request: _ok(b"ok")))
     transport = HttpTransport("127.0.0.1", server.port, limit=2)
     results = await asyncio.gather(*(transport.send(_get(f"/{n}"), 5) for n in range(20)))
-    assert results == [(200, b"ok")] * 20
+    assert results == [(200, b"ok", None)] * 20
     assert server.connections <= 2
     await transport.close()
