@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+
+# A suite started in the background by a non-interactive shell (`cmd &`) inherits SIGINT ignored, and so
+# would every process it starts; the Ctrl-C test stops its child with SIGINT and needs the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
