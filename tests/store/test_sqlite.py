@@ -600,10 +600,9 @@ async def test_a_version_1_file_gains_the_query_indexes_and_keeps_its_data(
     assert {"rollouts_by_status", "rollouts_by_start_time", "workers_by_status"} <= names
 
 
-async def test_status_filters_and_the_start_time_sort_read_their_indexes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The statements the store runs for these queries search an index instead of scanning a table."""
+@pytest.fixture
+def traced_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The SQL statements of the SQLite stores opened from now on, trigger statements included."""
     import agl_core.store.sqlite as sqlite_module
 
     executed: list[str] = []
@@ -614,6 +613,14 @@ async def test_status_filters_and_the_start_time_sort_read_their_indexes(
         return conn
 
     monkeypatch.setattr(sqlite_module, "open_connection", traced_connection)
+    return executed
+
+
+async def test_status_filters_and_the_start_time_sort_read_their_indexes(
+    tmp_path: Path, traced_statements: list[str]
+) -> None:
+    """The statements the store runs for these queries search an index instead of scanning a table."""
+    executed = traced_statements
     store = SqliteLightningStore(tmp_path / "plans.db")
     try:
         await store.start_rollout("x", worker_id="w1")
@@ -640,20 +647,11 @@ async def test_status_filters_and_the_start_time_sort_read_their_indexes(
         await store.close()
 
 
-async def test_no_hot_operation_scans_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_no_hot_operation_scans_a_table(tmp_path: Path, traced_statements: list[str]) -> None:
     """Every statement of the operations `bench/store_scaling.py` times finds its rows through an index
     or a primary key (their cost must not grow with the store); the start-time sort may walk its index
     in order, which its LIMIT stops."""
-    import agl_core.store.sqlite as sqlite_module
-
-    executed: list[str] = []
-
-    def traced_connection(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = schema.open_connection(*args, **kwargs)
-        conn.set_trace_callback(executed.append)
-        return conn
-
-    monkeypatch.setattr(sqlite_module, "open_connection", traced_connection)
+    executed = traced_statements
     store = SqliteLightningStore(tmp_path / "plans.db")
     try:
         started = await store.start_rollout("filled", worker_id="w0")
@@ -697,7 +695,7 @@ async def test_no_hot_operation_scans_a_table(tmp_path: Path, monkeypatch: pytes
 
 
 async def test_unfiltered_totals_read_the_kept_row_counts(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, traced_statements: list[str]
 ) -> None:
     """A version 2 file gains counts equal to its rows; full pages of unfiltered queries then read them
     (no ``count(*)`` over the table) and their totals follow later inserts."""
@@ -707,16 +705,7 @@ async def test_unfiltered_totals_read_the_kept_row_counts(
         for index in range(3):
             await old.start_rollout(f"old-{index}", worker_id=f"w{index}")
         await old.close()
-    import agl_core.store.sqlite as sqlite_module
-
-    executed: list[str] = []
-
-    def traced_connection(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        conn = schema.open_connection(*args, **kwargs)
-        conn.set_trace_callback(executed.append)
-        return conn
-
-    monkeypatch.setattr(sqlite_module, "open_connection", traced_connection)
+    executed = traced_statements
     store = SqliteLightningStore(db_path)
     try:
         assert _user_version(db_path) == max(schema.MIGRATIONS)
