@@ -81,15 +81,8 @@ def check_json_value(name: str, value: object) -> None:
     JSON has no NaN or Infinity, so no backend can store them faithfully (HTTP would turn them into
     null); they are refused everywhere with the same message instead. Walks without recursion.
     """
-    cls = value.__class__
-    if cls in _BARE:
+    if value.__class__ in _BARE:
         return
-    if cls is dict:  # the common case, a flat dict of strings and integers (span attributes): no stack
-        for child in value.values():  # type: ignore[attr-defined]
-            if child.__class__ not in _BARE:
-                break
-        else:
-            return
     # any JSON value (or a value a caller passed by mistake), dispatched on its class below
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -300,7 +293,7 @@ def validate_span(span: object) -> Span:
     Requires an `agl_core.types.Span` with non-empty string ``rollout_id``, ``attempt_id`` and
     ``span_id`` and an integer ``sequence_id >= 0``.
     """
-    if span.__class__ is not Span and not isinstance(span, Span):
+    if not isinstance(span, Span):
         raise InvalidSpanError(
             f"Expected an agl_core.types.Span, got {type(span).__name__}. Convert OpenTelemetry spans with "
             "add_otel_span() or Span.from_opentelemetry()."
@@ -326,8 +319,7 @@ def validate_span(span: object) -> Span:
             f"Span sequence_id must be an integer >= 0, got {seq!r}. "
             "Use get_next_span_sequence_id() to get one."
         )
-    if seq > MAX_STORE_INT:
-        check_int_bound("Span sequence_id", seq, InvalidSpanError)
+    check_int_bound("Span sequence_id", seq, InvalidSpanError)
     if span.attributes:
         check_json_value(f"Span {span.span_id} attributes", span.attributes)
     return span
