@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-__all__ = ["DIGEST_SIZE", "body_etag", "none_match_hits"]
+__all__ = ["DIGEST_SIZE", "body_etag", "conditional_body", "none_match_hits"]
 
 DIGEST_SIZE = 16
 """Bytes of the BLAKE2b digests behind an ETag (128 bits)."""
@@ -34,3 +34,11 @@ def none_match_hits(header: str, etag: str) -> bool:
         if candidate == etag or candidate == "*":
             return True
     return False
+
+
+def conditional_body(body: bytes, if_none_match: str | None) -> tuple[bytes | None, str]:
+    """`body` and its `body_etag`; the body is None when `if_none_match` names that ETag (answer 304)."""
+    etag = body_etag(body)
+    if if_none_match is not None and none_match_hits(if_none_match, etag):
+        return None, etag
+    return body, etag

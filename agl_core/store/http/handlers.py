@@ -24,7 +24,7 @@ from agl_core.store.http.errors import (
     InvalidJSONError,
     RequestValidationError,
 )
-from agl_core.store.http.etags import body_etag, none_match_hits
+from agl_core.store.http.etags import conditional_body
 from agl_core.store.http.openapi import openapi_document
 from agl_core.store.http.span_json import SpanJsonCache
 from agl_core.types import NamedResources, PaginatedResult, Span
@@ -393,10 +393,7 @@ class StoreApi:
         if isinstance(page, PaginatedResult):
             body, etag = self.span_json.page_answer(page, known)
         else:  # a 0.3-style store may answer a plain list
-            body = pydantic_core.to_json(page)
-            etag = body_etag(body)
-            if known is not None and none_match_hits(known, etag):
-                body = None
+            body, etag = conditional_body(pydantic_core.to_json(page), known)
         if body is None:
             return web.Response(status=304, headers={"ETag": etag})
         return web.Response(body=body, content_type=_JSON, headers={"ETag": etag})

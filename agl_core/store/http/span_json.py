@@ -27,7 +27,7 @@ from typing import Any
 
 import pydantic_core
 
-from agl_core.store.http.etags import DIGEST_SIZE, body_etag, none_match_hits
+from agl_core.store.http.etags import DIGEST_SIZE, conditional_body, none_match_hits
 from agl_core.types import PaginatedResult, Span
 
 __all__ = ["DEFAULT_SPAN_JSON_ENTRIES", "SpanJsonCache"]
@@ -93,11 +93,7 @@ class SpanJsonCache:
         is then ``304 Not Modified`` and the page's JSON is not built.
         """
         if page.__pydantic_extra__ or len(page.__dict__) != 4:  # not the plain four-field page
-            body = pydantic_core.to_json(page)
-            etag = body_etag(body)
-            return (
-                None if if_none_match is not None and none_match_hits(if_none_match, etag) else body
-            ), etag
+            return conditional_body(pydantic_core.to_json(page), if_none_match)
         entries = self._entries
         encoded: list[bytes] = []
         digests: list[bytes] = []
