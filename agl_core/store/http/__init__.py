@@ -5,8 +5,9 @@ Names are imported lazily, so ``import agl_core.store`` never loads aiohttp or p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agl_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agl_core.store.http.background import BackgroundServer
@@ -45,15 +46,4 @@ _LOCATIONS = {
     "StoreUnavailableError": "agl_core.store.http.errors",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LOCATIONS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LOCATIONS)
