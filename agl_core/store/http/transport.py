@@ -41,13 +41,31 @@ class TransportError(ConnectionError):
     """The request could not be completed: connect failure, reset, malformed answer or timeout."""
 
 
+class _NoAnswerInTime(TransportError):
+    """The answer did not come within the request's timeout."""
+
+
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; `request` sends one request and waits for its full answer."""
 
-    __slots__ = ("_chunks", "_etag", "_parser", "_waiter", "closed", "keep_alive", "transport")
+    __slots__ = (
+        "_chunks",
+        "_etag",
+        "_parser",
+        "_waiter",
+        "closed",
+        "deadline",
+        "keep_alive",
+        "timeout",
+        "transport",
+    )
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
+        self.deadline = 0.0
+        """When (on the loop's clock) the answer of the request in flight must be complete."""
+        self.timeout = 0.0
+        """The seconds that request was given (for the error message)."""
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[HttpAnswer] | None = None
         self._chunks: list[bytes] = []
@@ -100,6 +118,11 @@ class _Connection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
 
+    def time_out(self) -> None:
+        """Fail the request in flight (no answer within its timeout) and close the connection."""
+        self._fail(_NoAnswerInTime(f"No answer within {self.timeout:g}s."))
+        self.close()
+
     def close(self) -> None:
         """Close the socket (idempotent; a connection of a closed event loop is left to the collector)."""
         self.closed = True
@@ -137,16 +160,58 @@ class _TunnelOpener(asyncio.Protocol):
 
 
 class _Pool:
-    """Idle connections of one event loop, bounded by `limit` open connections."""
+    """Idle connections of one event loop, bounded by `limit` open connections.
 
-    __slots__ = ("closed", "idle", "loop", "open", "waiters")
+    Requests sent on an idle connection are timed by one `watchdog` timer per pool, due at the
+    earliest deadline of the connections in `busy` (a timer per request costs more than the request's
+    own work on the client); requests that must wait for a connection have their own timer.
+    """
+
+    __slots__ = ("busy", "closed", "idle", "loop", "open", "waiters", "watchdog")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.closed = False
         self.idle: list[_Connection] = []
+        self.busy: set[_Connection] = set()
+        self.watchdog: asyncio.TimerHandle | None = None
         self.open = 0
         self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def idle_connection(self) -> _Connection | None:
+        """An open idle connection (taken out of `idle`), or None."""
+        idle = self.idle
+        while idle:
+            connection = idle.pop()
+            if not connection.closed:
+                return connection
+            self.open -= 1
+        return None
+
+    def watch(self, connection: _Connection, timeout: float) -> None:
+        """Time the request about to be sent on `connection` (see the class docstring)."""
+        deadline = self.loop.time() + timeout
+        connection.deadline, connection.timeout = deadline, timeout
+        self.busy.add(connection)
+        watchdog = self.watchdog
+        if watchdog is None or watchdog.when() > deadline:
+            if watchdog is not None:
+                watchdog.cancel()
+            self.watchdog = self.loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Time out the busy connections past their deadline; wait for the next deadline."""
+        self.watchdog = None
+        now = self.loop.time()
+        nearest: float | None = None
+        for connection in list(self.busy):
+            if connection.deadline <= now:
+                self.busy.discard(connection)
+                connection.time_out()
+            elif nearest is None or connection.deadline < nearest:
+                nearest = connection.deadline
+        if nearest is not None:
+            self.watchdog = self.loop.call_at(nearest, self._expire)
 
 
 class HttpTransport:
@@ -204,21 +269,13 @@ class HttpTransport:
         return pool
 
     async def _acquire(self, pool: _Pool) -> _Connection:
-        idle = pool.idle
-        while idle:
-            connection = idle.pop()
-            if not connection.closed:
-                return connection
-            pool.open -= 1
         while pool.open >= self.limit:
             waiter = pool.loop.create_future()
             pool.waiters.append(waiter)
             await waiter
-            while idle:
-                connection = idle.pop()
-                if not connection.closed:
-                    return connection
-                pool.open -= 1
+            connection = pool.idle_connection()
+            if connection is not None:
+                return connection
         pool.open += 1
         try:
             if self.proxy is None:
@@ -291,6 +348,26 @@ class HttpTransport:
         """
         loop = asyncio.get_running_loop()
         pool = self._pool(loop)
+        connection = pool.idle_connection()
+        if connection is None:
+            return await self._send_on_new(pool, data, timeout)
+        pool.watch(connection, timeout)
+        done = False
+        try:
+            result = await connection.request(data, loop)
+            done = True
+            return result
+        except _NoAnswerInTime:
+            raise
+        except OSError as exc:
+            raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            pool.busy.discard(connection)
+            self._release(pool, connection, done)
+
+    async def _send_on_new(self, pool: _Pool, data: bytes, timeout: float) -> HttpAnswer:
+        """`send` when no idle connection is at hand: wait for one or connect, under its own timer."""
+        loop = pool.loop
         task = asyncio.current_task(loop)
         timed_out = False
 

@@ -141,6 +141,38 @@ async def test_silent_server_times_out_and_caller_is_not_cancelled(
     await transport.close()
 
 
+async def test_reused_connection_times_out_when_the_server_falls_silent(
+    raw_server: Callable[[Reply], RawServer],
+) -> None:
+    answers = iter([_ok(b"first"), None, _ok(b"third")])
+    server = await _serve(raw_server(lambda request: next(answers)))
+    transport = HttpTransport("127.0.0.1", server.port)
+    assert await transport.send(_get(), 5) == (200, b"first", None)
+    # the second request goes out on the kept connection: its timeout closes that connection
+    with pytest.raises(TransportError, match=r"^No answer within 0\.2s\.$"):
+        await transport.send(_get(), 0.2)
+    assert await transport.send(_get(), 5) == (200, b"third", None)
+    assert server.connections == 2
+    await transport.close()
+
+
+async def test_requests_with_different_timeouts_each_get_their_own(
+    raw_server: Callable[[Reply], RawServer],
+) -> None:
+    server = await _serve(raw_server(lambda request: None if b"/silent" in request else _ok(b"ok")))
+    transport = HttpTransport("127.0.0.1", server.port, limit=3)
+    await asyncio.gather(*(transport.send(_get(), 5) for _ in range(3)))  # three idle connections
+    long, short = (asyncio.create_task(transport.send(_get("/silent"), timeout)) for timeout in (30, 0.2))
+    with pytest.raises(TransportError, match=r"No answer within 0\.2s"):
+        await short
+    assert not long.done()  # the long request keeps waiting: only the short one's deadline passed
+    assert (await transport.send(_get(), 5))[0] == 200
+    long.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await long
+    await transport.close()
+
+
 async def test_refused_connection_is_a_transport_error() -> None:
     probe = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = probe.sockets[0].getsockname()[1]
