@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -31,6 +32,8 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 """Only the page's own scripts run: no inline script, no script from span content, no other origin."""
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 _FILES = CachedStaticFiles(
     ASSETS_DIR,
@@ -75,8 +78,15 @@ async def _asset(request: web.Request) -> web.StreamResponse:
     return _response(request.match_info["name"])
 
 
-def add_dashboard_routes(router: web.UrlDispatcher) -> None:
-    """Add ``GET /`` (the dashboard), ``GET /docs`` (the API docs) and ``GET /dashboard/{name}`` (assets)."""
-    router.add_get("/", _index, allow_head=True)
-    router.add_get("/docs", _docs, allow_head=True)
-    router.add_get(DASHBOARD_PREFIX + "/{name:[A-Za-z0-9_./-]+}", _asset, allow_head=True)
+def add_dashboard_routes(
+    router: web.UrlDispatcher,
+    wrap: Callable[[_Handler], _Handler] | None = None,
+) -> None:
+    """Add ``GET /`` (the dashboard), ``GET /docs`` (the API docs) and ``GET /dashboard/{name}`` (assets).
+
+    `wrap`, when given, wraps each handler (the store server puts its request guard around them).
+    """
+    handlers = (_index, _docs, _asset) if wrap is None else (wrap(_index), wrap(_docs), wrap(_asset))
+    router.add_get("/", handlers[0], allow_head=True)
+    router.add_get("/docs", handlers[1], allow_head=True)
+    router.add_get(DASHBOARD_PREFIX + "/{name:[A-Za-z0-9_./-]+}", handlers[2], allow_head=True)

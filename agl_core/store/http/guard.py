@@ -77,12 +77,26 @@ class RequestGuard:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Refuse the request when a rule is broken, else run the handler."""
-        if self.sweeper is not None:
-            self.sweeper.note(request)
-        refusal = self.check(request)
+        refusal = self.screen(request)
         if refusal is not None:
             return refusal
         return await handler(request)
+
+    def guarded(self, handler: Handler) -> Handler:
+        """`handler` behind the guard: what `middleware` does, for one route (no middleware chain)."""
+        screen = self.screen
+
+        async def guarded_handler(request: web.Request) -> web.StreamResponse:
+            refusal = screen(request)
+            return refusal if refusal is not None else await handler(request)
+
+        return guarded_handler
+
+    def screen(self, request: web.Request) -> web.Response | None:
+        """Note that a request head arrived (for the sweeper); the refusal for `request`, or None."""
+        if self.sweeper is not None:
+            self.sweeper.note(request)
+        return self.check(request)
 
     def check(self, request: web.Request) -> web.Response | None:
         """The refusal for `request`, or None when it may go on."""

@@ -162,15 +162,18 @@ class LightningStoreServer(DelegatingLightningStore):
     # ------------------------------------------------------------------------------ app
 
     def _build_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[self._guard.middleware])
+        # No middlewares: each route's handler is wrapped with the guard instead, which spares every
+        # request aiohttp's middleware chain.
+        app = web.Application(client_max_size=self.max_body_bytes)
+        guarded = self._guard.guarded
         for route in ROUTES:
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
             if route.method == "GET" and route.path.endswith("/health"):
                 app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
         metrics_route = Route(name="metrics", method="GET", path="/metrics", summary="Prometheus metrics.")
         app.router.add_get("/metrics", self._wrap(metrics_route, self.metrics.handle))
-        add_dashboard_routes(app.router)  # the read-only web dashboard at / and the API docs at /docs
-        app.router.add_route("*", "/{tail:.*}", self._fallback)
+        add_dashboard_routes(app.router, guarded)  # the read-only dashboard at / and the API docs at /docs
+        app.router.add_route("*", "/{tail:.*}", guarded(self._fallback))
         if self._cors_origins is not None:
             app.on_response_prepare.append(self._add_cors_headers)
         app.on_shutdown.append(self._on_shutdown)
@@ -183,8 +186,12 @@ class LightningStoreServer(DelegatingLightningStore):
         cache = self._idempotency
         observe = self.metrics.observer(route.name)
         clock = time.perf_counter
+        screen = self._guard.screen
 
         async def endpoint(request: web.Request) -> web.StreamResponse:
+            refusal = screen(request)  # the request guard (see `_build_app`)
+            if refusal is not None:
+                return refusal
             started = clock()
             try:
                 if needs_auth:
