@@ -1,9 +1,10 @@
 """`LightningStoreServer`: serve any `LightningStore` over HTTP (aiohttp) for runners elsewhere.
 
 Each route of `agl_core.store.http.routes.ROUTES` is a plain aiohttp handler wrapped once with the
-token check, idempotent replay for mutating routes and error mapping -- no middleware chain, so the
-per-request overhead stays small. Unknown paths get a JSON 404, known paths with a wrong method a JSON
-405 (with ``Allow``), and CORS preflights are answered when CORS is on.
+request guard (`guard.RequestGuard`), the token check, idempotent replay for mutating routes and error
+mapping -- no middleware chain, so the per-request overhead stays small. Unknown paths get a JSON 404,
+known paths with a wrong method a JSON 405 (with ``Allow``), and CORS preflights are answered when CORS
+is on.
 
 Differences from Agent Lightning 0.3 (quirk 1 in docs/migrating-from-agent-lightning.md): store errors are
 4xx with a typed JSON
@@ -162,8 +163,7 @@ class LightningStoreServer(DelegatingLightningStore):
     # ------------------------------------------------------------------------------ app
 
     def _build_app(self) -> web.Application:
-        # No middlewares: each route's handler is wrapped with the guard instead, which spares every
-        # request aiohttp's middleware chain.
+        # No middlewares (see the module docstring): the dashboard and the fallback get the guard too.
         app = web.Application(client_max_size=self.max_body_bytes)
         guarded = self._guard.guarded
         for route in ROUTES:
