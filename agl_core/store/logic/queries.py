@@ -199,4 +199,8 @@ def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
         heartbeat = check_optional_number("last_heartbeat_time", heartbeat)
     if metadata is not UNSET:
         metadata = copy_metadata("metadata", metadata)
+    elif (
+        status is update.status and worker_id is update.worker_id and heartbeat is update.last_heartbeat_time
+    ):
+        return update  # every value was valid as given
     return AttemptUpdate(update.rollout_id, update.attempt_id, status, worker_id, heartbeat, metadata)
