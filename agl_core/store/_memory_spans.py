@@ -1,15 +1,20 @@
 """Compact span storage of `InMemoryLightningStore`.
 
-A `Span` object as callers build it costs about 1.9 KB before its own data: the instance, its
-``__dict__`` of 16 fields (a 464-byte dict), its own ``__pydantic_fields_set__`` (a set of 16 names,
-about 1.2 KB, the largest part) and an empty ``__pydantic_extra__`` dict. The store keeps instead a
-`Span` of its own (80 bytes) whose values sit in a *split* dict (CPython stores the 16 keys once for
-all such dicts: about 200 bytes), with the rollout and attempt ids replaced by the store's own strings,
-and which shares one fields-set and one read-only empty extras dict with every other stored span.
-Reads return these stored spans as they are (no object is built per read). A span that has extra
-fields or not every field set is kept as ``(values, fields_set, extra)`` with one shared fields-set
-object per distinct set of names, and `unpack` builds a new `Span` for it on every read. Spans of a
-subclass of `Span`, or with private attributes, are kept as given.
+A `Span` as callers build it costs about 1.9 KB before its own data: the instance, its ``__dict__`` of
+16 fields (a 464-byte dict), its own ``__pydantic_fields_set__`` (a set of 16 names, about 1.2 KB, the
+largest part) and an empty ``__pydantic_extra__`` dict. The store keeps instead a *row*: a tuple of the
+span's 16 field values in field order (184 bytes, one object, built by one C call), with the rollout
+and attempt ids replaced by the store's own strings. A read turns a rollout's rows into spans once
+(`build_rows`, under the store lock) and keeps those: a stored `Span` of the store's own (80 bytes)
+whose values sit in a *split* dict (CPython keeps the 16 keys once for all such dicts: about 200
+bytes) and which shares one fields-set and one read-only empty extras dict with every other stored
+span. So adding a span costs about what keeping the caller's object would (measured with
+``bench/store_bench.py``: building the `Span` on the write path made ``add_many_spans`` 2-3x slower),
+spans never read stay small, and reads return the built spans as they are (no object per read).
+
+A span that has extra fields or not every field set is kept as ``(row, fields_set, extra)`` with one
+shared fields-set object per distinct set of names, and `unpack` builds a new `Span` for it on every
+read. Spans of a subclass of `Span`, or with private attributes, are kept as given.
 
 Reassigning a field of the span given to `add_span` does not change the stored copy. Returned spans
 are the store's own, like every object the store returns: treat them as read-only (setting an
@@ -18,19 +23,21 @@ attribute that is not a field raises `TypeError`; use ``span.model_copy(update=.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel
 
 from agl_core.types import Span
 
-__all__ = ["SpanPacker", "StoredSpan", "stored_attempt_id", "unpack", "unpack_spans"]
+__all__ = ["SpanPacker", "StoredSpan", "build_rows", "stored_attempt_id", "unpack", "unpack_spans"]
 
-StoredSpan = Span | tuple[dict[str, Any], set[str], dict[str, Any] | None]
-"""What the store keeps per span: a span (its own or the caller's), or values, fields-set and extras."""
+StoredSpan = Span | tuple[Any, ...]
+"""What the store keeps per span: a row of field values, ``(row, fields_set, extra)``, or a span."""
 
 _FIELDS: tuple[str, ...] = tuple(Span.model_fields)
 _COUNT = len(_FIELDS)
+_ROW = itemgetter(*_FIELDS)  # a span's __dict__ -> its row (field order; KeyError if one is missing)
 
 _new = object.__new__
 _set_dict = BaseModel.__dict__["__dict__"].__set__
@@ -42,27 +49,30 @@ _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 class _SpanValues:
     """Its instances' ``__dict__`` is a split dict: the field names are stored once, in the class."""
 
-    def __init__(self, values: dict[str, Any], rollout_id: str, attempt_id: str) -> None:
-        # Every instance assigns the same names in the same order, which keeps its dict split.
-        self.rollout_id = rollout_id
-        self.attempt_id = attempt_id
-        self.sequence_id = values["sequence_id"]
-        self.trace_id = values["trace_id"]
-        self.span_id = values["span_id"]
-        self.parent_id = values["parent_id"]
-        self.name = values["name"]
-        self.status = values["status"]
-        self.attributes = values["attributes"]
-        self.events = values["events"]
-        self.links = values["links"]
-        self.start_time = values["start_time"]
-        self.end_time = values["end_time"]
-        self.context = values["context"]
-        self.parent = values["parent"]
-        self.resource = values["resource"]
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        # Every instance assigns the same names in the same order, which keeps its dict split (about 200
+        # bytes; a copy of such a dict holds a larger value array, about 300, and takes twice as long).
+        (
+            self.rollout_id,
+            self.attempt_id,
+            self.sequence_id,
+            self.trace_id,
+            self.span_id,
+            self.parent_id,
+            self.name,
+            self.status,
+            self.attributes,
+            self.events,
+            self.links,
+            self.start_time,
+            self.end_time,
+            self.context,
+            self.parent,
+            self.resource,
+        ) = row
 
 
-if tuple(vars(_SpanValues(dict.fromkeys(_FIELDS), "", ""))) != _FIELDS:  # Span's fields changed
+if tuple(vars(_SpanValues(_FIELDS))) != _FIELDS:  # Span's fields changed
     raise ImportError("agl_core.store._memory_spans: update _SpanValues to the fields of Span")
 
 _ALL_FIELDS: set[str] = set(_FIELDS)  # the fields-set of every span the store builds with all fields
@@ -95,6 +105,16 @@ class _NoExtras(dict[str, Any]):
 _NO_EXTRAS = _NoExtras()
 
 
+def _span_of_row(row: tuple[Any, ...]) -> Span:
+    """The store's own `Span` for a row (all fields set, no extras)."""
+    span = _new(Span)
+    _set_dict(span, vars(_SpanValues(row)))
+    _set_fields(span, _ALL_FIELDS)
+    _set_extra(span, _NO_EXTRAS)
+    _set_private(span, None)
+    return span
+
+
 class SpanPacker:
     """Turns spans into what the store keeps, sharing one fields-set per distinct set of names."""
 
@@ -111,32 +131,38 @@ class SpanPacker:
         if len(values) != _COUNT:
             return span
         try:
-            # (200 bytes; a copy of a split dict would hold a 100 bytes larger value array)
-            stored = vars(_SpanValues(values, rollout_id, attempt_id))
+            row: tuple[Any, ...] = _ROW(values)
         except KeyError:  # a name that is not a field: keep the span as given
             return span
+        if row[0] is not rollout_id or row[1] is not attempt_id:
+            row = (rollout_id, attempt_id, *row[2:])
         names = span.__pydantic_fields_set__
         extra = span.__pydantic_extra__
-        if not extra and names == _ALL_FIELDS:
-            own = _new(Span)
-            _set_dict(own, stored)
-            _set_fields(own, _ALL_FIELDS)
-            _set_extra(own, _NO_EXTRAS)
-            _set_private(own, None)
-            return own
+        if not extra and (names is _ALL_FIELDS or names == _ALL_FIELDS):
+            return row
         key = frozenset(names)
         shared = self._fields_sets.get(key)
         if shared is None:
             shared = self._fields_sets[key] = set(key)
-        return (stored, shared, dict(extra) if extra else None)
+        return (row, shared, dict(extra) if extra else None)
+
+
+def build_rows(stored: list[StoredSpan], start: int) -> None:
+    """Replace the rows of ``stored[start:]`` by the store's own spans, in place (call under the lock)."""
+    for position in range(start, len(stored)):
+        item = stored[position]
+        if item.__class__ is tuple and len(item) == _COUNT:
+            stored[position] = _span_of_row(item)
 
 
 def unpack(stored: StoredSpan) -> Span:
     """A `Span` equal to the one that was packed (a stored span is returned as is)."""
     if stored.__class__ is tuple:
-        values, names, extra = stored
+        if len(stored) == _COUNT:
+            return _span_of_row(stored)
+        row, names, extra = stored
         span = _new(Span)
-        _set_dict(span, values)
+        _set_dict(span, vars(_SpanValues(row)))
         # A caller setting an unknown attribute adds its name to the fields-set: give each its own.
         _set_fields(span, set(names))
         _set_extra(span, {} if extra is None else dict(extra))
@@ -148,7 +174,8 @@ def unpack(stored: StoredSpan) -> Span:
 def stored_attempt_id(stored: StoredSpan) -> str:
     """The attempt id of a stored span."""
     if stored.__class__ is tuple:
-        return stored[0]["attempt_id"]  # type: ignore[no-any-return]
+        row = stored if len(stored) == _COUNT else stored[0]
+        return row[1]  # type: ignore[no-any-return]
     return stored.attempt_id  # type: ignore[union-attr]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store._memory_index import RolloutIndex, WorkerIndex
@@ -76,6 +76,7 @@ class RolloutRecord:
         "rollout",
         "span_keys",
         "spans",
+        "spans_built",
         "spans_sorted",
         "view",
     )
@@ -88,6 +89,7 @@ class RolloutRecord:
         self.attempts: list[Attempt] = _NOTHING  # index = sequence_id - 1
         self.attempt_index: dict[str, int] = {}
         self.spans: list[StoredSpan] = _NOTHING  # see `agl_core.store._memory_spans`
+        self.spans_built = 0  # spans[:spans_built] hold no rows (a read built them)
         # attempt id -> span ids stored for it: a list while short (a tenth of a set's size), then a set
         self.span_keys: dict[str, list[str] | set[str]] = _NOTHING
         self.max_span_seq = -1
@@ -348,36 +350,45 @@ class MemoryState:
         if rollout_status is not None:
             self.set_rollout_status(rec, rollout_status, now)
 
-    def insert_span(self, rec: RolloutRecord, index: int, span: Span) -> bool:
-        """Store `span` of ``rec.attempts[index]``; False (nothing stored) if its span id is already taken."""
+    def insert_spans(self, rec: RolloutRecord, index: int, spans: Sequence[Span]) -> list[Span]:
+        """Store `spans` of ``rec.attempts[index]`` in order; returns those stored (a span id already
+        taken in the attempt, earlier in `spans` included, is skipped)."""
         attempt_id = rec.attempts[index].attempt_id
-        span_id = span.span_id
+        rollout_id = rec.rollout.rollout_id
         keys = rec.span_keys
         if keys is _NOTHING:
             keys = rec.span_keys = {}
             rec.spans = []
         ids = keys.get(attempt_id)
         if ids is None:
-            keys[attempt_id] = [span_id]
-        elif span_id in ids:
-            logger.debug("Duplicated span ignored: %s %s %s", span.rollout_id, attempt_id, span_id)
-            return False
-        elif isinstance(ids, list):
-            if len(ids) < _SPAN_IDS_IN_LIST:
-                ids.append(span_id)
+            ids = keys[attempt_id] = []
+        kept = rec.spans
+        pack = self.span_packer.pack
+        max_seq = rec.max_span_seq
+        inserted: list[Span] = []
+        for span in spans:
+            span_id = span.span_id
+            if span_id in ids:
+                logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span_id)
+                continue
+            if ids.__class__ is list:
+                if len(ids) < _SPAN_IDS_IN_LIST:
+                    ids.append(span_id)
+                else:
+                    ids = keys[attempt_id] = {*ids, span_id}
             else:
-                keys[attempt_id] = {*ids, span_id}
-        else:
-            ids.add(span_id)
-        rec.spans.append(self.span_packer.pack(span, rec.rollout.rollout_id, attempt_id))
-        seq = span.sequence_id
-        if seq < rec.max_span_seq:
-            rec.spans_sorted = False
-        else:
-            rec.max_span_seq = seq
-        counters = self.sequence_ids
-        rollout_id = span.rollout_id
-        if seq > counters.get(rollout_id, 0):
-            counters[rollout_id] = seq
-        self.total_spans += 1
-        return True
+                ids.add(span_id)  # type: ignore[union-attr]
+            kept.append(pack(span, rollout_id, attempt_id))
+            seq = span.sequence_id
+            if seq < max_seq:
+                rec.spans_sorted = False
+            else:
+                max_seq = seq
+            inserted.append(span)
+        if inserted:
+            rec.max_span_seq = max_seq
+            counters = self.sequence_ids
+            if max_seq > counters.get(rollout_id, 0):
+                counters[rollout_id] = max_seq
+            self.total_spans += len(inserted)
+        return inserted

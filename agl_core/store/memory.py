@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from agl_core.store._memory_models import replace
 from agl_core.store._memory_select import select_rollouts, select_workers
-from agl_core.store._memory_spans import unpack_spans
+from agl_core.store._memory_spans import build_rows, unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -481,7 +481,7 @@ class InMemoryLightningStore(LightningStore):
             index = rec.attempt_index.get(span.attempt_id)
             if index is None:
                 raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-            if not st.insert_span(rec, index, span):
+            if not st.insert_spans(rec, index, (span,)):
                 return None
             st.heartbeat(rec, index, self.clock())
             return span
@@ -492,8 +492,10 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
-            located: list[tuple[RolloutRecord, int]] = []
-            for span in batch:
+            # each run of consecutive spans of one attempt: its target and first position
+            runs: list[tuple[tuple[RolloutRecord, int], int]] = []
+            last = None
+            for position, span in enumerate(batch):
                 pair = (span.rollout_id, span.attempt_id)
                 target = targets.get(pair)
                 if target is None:
@@ -502,12 +504,16 @@ class InMemoryLightningStore(LightningStore):
                     if index is None:
                         raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
                     target = targets[pair] = (rec, index)
-                located.append(target)
+                if target is not last:
+                    runs.append((target, position))
+                    last = target
             inserted: list[Span] = []
             touched: dict[tuple[RolloutRecord, int], None] = {}
-            for span, target in zip(batch, located, strict=True):
-                if st.insert_span(target[0], target[1], span):
-                    inserted.append(span)
+            for number, (target, first) in enumerate(runs):
+                end = runs[number + 1][1] if number + 1 < len(runs) else len(batch)
+                stored = st.insert_spans(target[0], target[1], batch[first:end])
+                if stored:
+                    inserted += stored
                     touched[target] = None
             if touched:
                 now = self.clock()
@@ -555,7 +561,11 @@ class InMemoryLightningStore(LightningStore):
             else:
                 if attempt_id == "latest":
                     attempt_id = rec.attempts[-1].attempt_id
-                stored = list(rec.spans)
+                kept = rec.spans
+                if rec.spans_built < len(kept):  # the first read of new spans builds them, once
+                    build_rows(kept, rec.spans_built)
+                    rec.spans_built = len(kept)
+                stored = list(kept)
                 presorted = rec.spans_sorted
         # The rollout is fixed by the record; filter the attempt and the field pool outside the lock.
         spans = unpack_spans(stored, attempt_id)

@@ -12,6 +12,11 @@ import itertools
 import random
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agl_core.store._memory_index import RankSet
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.clock import FakeClock
 from agl_core.testing.store_conformance import make_span
@@ -93,3 +98,35 @@ async def test_indexed_queries_match_a_scan_of_every_record() -> None:
         await _check_queries(store)
     statuses = {rec.rollout.status for rec in store._state.rollouts.values()}
     assert len(statuses) >= 4, f"the random writes reached too few statuses: {statuses}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 150)), max_size=400))
+def test_a_rank_set_holds_what_a_set_holds_in_ascending_order(steps: list[tuple[bool, int]]) -> None:
+    """`RankSet` (the status index's groups) against a plain set: every add/remove, in any order."""
+    ranks, expected = RankSet(), set()
+    for adding, rank in steps:
+        if adding and rank not in expected:
+            ranks.add(rank)
+            expected.add(rank)
+        elif not adding and rank in expected:
+            ranks.remove(rank)
+            expected.discard(rank)
+        elif not adding:
+            with pytest.raises(ValueError):
+                ranks.remove(rank)
+        assert len(ranks) == len(expected)
+    assert list(ranks) == sorted(expected)
+
+
+def test_a_rank_set_drains_from_its_front_and_refills() -> None:
+    """The queue pattern: remove the lowest rank many times (dropped in bulk), then add below and above."""
+    ranks = RankSet()
+    for rank in range(1000):
+        ranks.add(rank)
+    for rank in range(900):
+        ranks.remove(rank)
+    ranks.add(5)  # below every rank left
+    ranks.add(2000)
+    ranks.remove(950)  # from the middle
+    assert list(ranks) == [5, *range(900, 950), *range(951, 1000), 2000]

@@ -125,3 +125,19 @@ async def test_duplicates_are_found_in_an_attempt_with_many_spans() -> None:
     assert await store.add_many_spans(again) == []
     assert await store.add_span(again[0]) is None
     assert (await store.query_spans(rollout_id)).total == 100
+
+
+async def test_spans_are_built_on_their_first_read_and_kept() -> None:
+    """The store keeps rows until a read builds spans; later reads return those same span objects."""
+    store = InMemoryLightningStore()
+    attempted = await store.start_rollout("x")
+    rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
+    given = [make_span(rollout_id, attempt_id, seq) for seq in (1, 2)]
+    await store.add_many_spans(given)
+    first = (await store.query_spans(rollout_id)).items
+    await store.add_span(make_span(rollout_id, attempt_id, 3))
+    second = (await store.query_spans(rollout_id)).items
+    assert [s.sequence_id for s in second] == [1, 2, 3]
+    assert second[0] is first[0] and second[1] is first[1]  # built once, then kept
+    assert all(back == span and back is not span for back, span in zip(first, given, strict=True))
+    assert (await store.query_spans(rollout_id, attempt_id)).items[2] is second[2]

@@ -183,8 +183,9 @@ def encode_rollout_update(
 
 def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
     """Check an `AttemptUpdate`; return it with its values validated and its metadata copied."""
-    check_id("rollout_id", update.rollout_id)
-    check_id("attempt_id", update.attempt_id)
+    if update.rollout_id.__class__ is not str or update.attempt_id.__class__ is not str:
+        check_id("rollout_id", update.rollout_id)
+        check_id("attempt_id", update.attempt_id)
     status, worker_id, heartbeat, metadata = (
         update.status,
         update.worker_id,
@@ -199,4 +200,8 @@ def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
         heartbeat = check_optional_number("last_heartbeat_time", heartbeat)
     if metadata is not UNSET:
         metadata = copy_metadata("metadata", metadata)
+    elif (
+        status is update.status and worker_id is update.worker_id and heartbeat is update.last_heartbeat_time
+    ):
+        return update  # every value was valid as given
     return AttemptUpdate(update.rollout_id, update.attempt_id, status, worker_id, heartbeat, metadata)
