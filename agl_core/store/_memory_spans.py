@@ -26,9 +26,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
-from pydantic import BaseModel
-
 from agl_core.types import Span
+from agl_core.utils.model_slots import assemble
 
 __all__ = ["SpanPacker", "StoredSpan", "build_rows", "stored_attempt_id", "unpack", "unpack_spans"]
 
@@ -38,12 +37,6 @@ StoredSpan = Span | tuple[Any, ...]
 _FIELDS: tuple[str, ...] = tuple(Span.model_fields)
 _COUNT = len(_FIELDS)
 _ROW = itemgetter(*_FIELDS)  # a span's __dict__ -> its row (field order; KeyError if one is missing)
-
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 class _SpanValues:
@@ -107,12 +100,7 @@ _NO_EXTRAS = _NoExtras()
 
 def _span_of_row(row: tuple[Any, ...]) -> Span:
     """The store's own `Span` for a row (all fields set, no extras)."""
-    span = _new(Span)
-    _set_dict(span, vars(_SpanValues(row)))
-    _set_fields(span, _ALL_FIELDS)
-    _set_extra(span, _NO_EXTRAS)
-    _set_private(span, None)
-    return span
+    return assemble(Span, vars(_SpanValues(row)), _ALL_FIELDS, _NO_EXTRAS)
 
 
 class SpanPacker:
@@ -161,13 +149,8 @@ def unpack(stored: StoredSpan) -> Span:
         if len(stored) == _COUNT:
             return _span_of_row(stored)
         row, names, extra = stored
-        span = _new(Span)
-        _set_dict(span, vars(_SpanValues(row)))
         # A caller setting an unknown attribute adds its name to the fields-set: give each its own.
-        _set_fields(span, set(names))
-        _set_extra(span, {} if extra is None else dict(extra))
-        _set_private(span, None)
-        return span
+        return assemble(Span, vars(_SpanValues(row)), set(names), {} if extra is None else dict(extra))
     return stored  # type: ignore[return-value]
 
 

@@ -19,9 +19,8 @@ import threading
 from collections import OrderedDict
 from typing import NamedTuple
 
-from pydantic import BaseModel
-
 from agl_core.types import PaginatedResult, Span
+from agl_core.utils.model_slots import assemble
 
 __all__ = [
     "DEFAULT_PAGE_CACHE_BYTES",
@@ -33,14 +32,6 @@ __all__ = [
 
 _SPAN_PAGE = PaginatedResult[Span]
 _PAGE_FIELDS = frozenset(("items", "limit", "offset", "total"))
-
-# A page of kept spans is built as `model_construct` would build it, without its generic field loop
-# (a revalidated read does nothing else on the client): the slots of a pydantic model, set directly.
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 DEFAULT_PAGE_CACHE_ENTRIES = 128
 """Pages a client keeps by default."""
@@ -64,14 +55,10 @@ class CachedPage(NamedTuple):
 
     def page(self) -> PaginatedResult[Span]:
         """A new page of the kept spans (the spans themselves are shared: read-only)."""
-        page = _new(_SPAN_PAGE)
-        _set_dict(
-            page, {"items": list(self.items), "limit": self.limit, "offset": self.offset, "total": self.total}
-        )
-        _set_fields(page, set(_PAGE_FIELDS))
-        _set_extra(page, None)
-        _set_private(page, None)
-        return page
+        # set the model's slots (`assemble`): `model_construct`'s generic field loop would be most of
+        # the client's work for a revalidated read
+        values = {"items": list(self.items), "limit": self.limit, "offset": self.offset, "total": self.total}
+        return assemble(_SPAN_PAGE, values, set(_PAGE_FIELDS))
 
 
 class SpanPageCache:
