@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_models import replace
 from agl_core.store._memory_select import select_rollouts, select_workers
 from agl_core.store._memory_spans import build_rows, unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
@@ -92,6 +91,7 @@ from agl_core.types import (
 )
 from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_core.utils.model_slots import replace
 
 if TYPE_CHECKING:
     from agl_core.types import (
