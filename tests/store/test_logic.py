@@ -570,6 +570,17 @@ def test_paginate() -> None:
     assert list(L.paginate(items, 5, 20)) == [] and L.paginate(items, 5, 20).total == 10
 
 
+def test_page_result_equals_the_validated_page() -> None:
+    """Stores build pages without validation; the result must be what validation would give."""
+    rollouts = [rollout("running"), rollout("succeeded")]
+    built = L.page_result(list(rollouts), 2, 4, 9)
+    validated = PaginatedResult(items=rollouts, limit=2, offset=4, total=9)
+    assert type(built) is type(validated) and built == validated
+    assert built.model_fields_set == validated.model_fields_set
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert copy.deepcopy(built) == validated and pickle.loads(pickle.dumps(built)) == validated
+
+
 # ------------------------------------------------------------------------------------- spans & sequence ids
 
 
