@@ -17,7 +17,13 @@ commit, put first on ``PYTHONPATH``); ``--compare DIR`` measures a second one to
 ``ratio`` = source / compare per operation. Each count runs Python under valgrind (about 30 s per
 child), ``--jobs`` of them at a time.
 
-Prints JSON: per operation and source the instructions per unit (per span for ``add_many_spans``).
+One more workload, ``rollout_life``, follows a rollout from its claim to its first read, as a
+training loop does, because a store may move work between writes and reads (the in-memory store builds
+a span's object on its first read): per claimed rollout, ``add_many_spans`` of 10 spans,
+``update_attempt(status="succeeded")``, ``get_rollout_by_id`` and ``query_spans`` (the first read).
+
+Prints JSON: per operation and source the instructions per unit (per span for ``add_many_spans``, per
+rollout for ``rollout_life``).
 """
 
 from __future__ import annotations
@@ -43,8 +49,10 @@ OPERATION_NAMES = (
     "add_many_spans",
     "query_spans",
     "update_attempt",
+    "rollout_life",
 )
 SPAN_OPERATIONS = ("add_span", "add_many_spans")
+LIFE_SPANS = 10  # spans per rollout in ``rollout_life``
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
@@ -53,9 +61,23 @@ def child(name: str, count: int, work: bool) -> None:
     sys.path.insert(0, HERE)
     import store_bench  # here, after the path is set: the child's PYTHONPATH picks the agl_core
 
-    from agl_core.store import open_store
+    from agl_core.store import LightningStore, open_store
 
-    operation = next(op for op in store_bench.OPERATIONS if op.name == name)
+    async def life_prepare(store: LightningStore, count: int, clients: int) -> list[Any]:
+        started = await store_bench.start_many(store, count, worker="bench-worker")
+        return [[(target, store_bench.make_spans([target], LIFE_SPANS)) for target in started]]
+
+    async def life_work(store: LightningStore, lives: list[Any]) -> int:
+        for (rollout_id, attempt_id), spans in lives:
+            await store.add_many_spans(spans)
+            await store.update_attempt(rollout_id, attempt_id, status="succeeded")
+            await store.get_rollout_by_id(rollout_id)
+            if len(await store.query_spans(rollout_id)) != LIFE_SPANS:
+                raise RuntimeError(f"rollout {rollout_id} lost spans")
+        return len(lives)
+
+    life = store_bench.Operation("rollout_life", "rollouts/s", life_prepare, store_bench.identity, life_work)
+    operation = next((op for op in store_bench.OPERATIONS if op.name == name), life)
 
     async def main() -> None:
         store = open_store("memory:")

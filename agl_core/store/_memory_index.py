@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from agl_core.store.logic import NormalizedFilter
@@ -174,12 +174,15 @@ class RolloutIndex:
     `add` a record when it is created; call `status_changed` whenever its rollout's status changes.
     """
 
-    __slots__ = ("by_start_time", "by_status", "records")
+    __slots__ = ("by_start_time", "by_status", "records", "status_changed")
 
     def __init__(self) -> None:
         self.records: list[Any] = []  # the `RolloutRecord` of each rank
         self.by_status = RankGroups()
         self.by_start_time = StartTimeOrder()
+        # status_changed(rank, old, new): the rollout of `rank` went from status `old` to `new`; the
+        # group move itself, bound here (one call less on every status write)
+        self.status_changed: Callable[[int, str, str], None] = self.by_status.move
 
     def add(self, record: Any) -> None:
         """Index a new record; its ``order`` must be the next rank."""
@@ -190,10 +193,6 @@ class RolloutIndex:
         rollout = record.rollout
         self.by_status.add(rollout.status, rank)
         self.by_start_time.add(rollout.start_time, rank)
-
-    def status_changed(self, rank: int, old: str, new: str) -> None:
-        """The rollout of `rank` went from status `old` to `new`."""
-        self.by_status.move(rank, old, new)
 
 
 class WorkerIndex:

@@ -13,7 +13,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store._memory_index import required_statuses
-from agl_core.store.logic import NormalizedFilter, sort_key_for
+from agl_core.store.logic import NormalizedFilter, page_result, sort_key_for
 from agl_core.types import PaginatedResult, Rollout, Worker
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def select_rollouts(
 def _views(
     st: MemoryState, page: list[RolloutRecord], limit: int, offset: int, total: int
 ) -> PaginatedResult[Rollout]:
-    return PaginatedResult(items=[st.view(rec) for rec in page], limit=limit, offset=offset, total=total)
+    return page_result([st.view(rec) for rec in page], limit, offset, total)
 
 
 def select_workers(
@@ -91,6 +91,4 @@ def select_workers(
     matched = [worker for worker in candidates if predicate(worker)]
     if sort_by is not None:
         matched.sort(key=sort_key_for(sort_by, Worker), reverse=order == "desc")
-    return PaginatedResult(
-        items=_page(matched, limit, offset), limit=limit, offset=offset, total=len(matched)
-    )
+    return page_result(_page(matched, limit, offset), limit, offset, len(matched))

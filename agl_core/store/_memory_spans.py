@@ -14,7 +14,7 @@ spans never read stay small, and reads return the built spans as they are (no ob
 
 A span that has extra fields or not every field set is kept as ``(row, fields_set, extra)`` with one
 shared fields-set object per distinct set of names, and `unpack` builds a new `Span` for it on every
-read. Spans of a subclass of `Span`, or with private attributes, are kept as given.
+read. Spans of a subclass of `Span` are kept as given.
 
 Reassigning a field of the span given to `add_span` does not change the stored copy. Returned spans
 are the store's own, like every object the store returns: treat them as read-only (setting an
@@ -36,7 +36,10 @@ StoredSpan = Span | tuple[Any, ...]
 
 _FIELDS: tuple[str, ...] = tuple(Span.model_fields)
 _COUNT = len(_FIELDS)
-_ROW = itemgetter(*_FIELDS)  # a span's __dict__ -> its row (field order; KeyError if one is missing)
+# a span's __dict__ -> its row without the two ids (field order; KeyError if one is missing)
+_REST = itemgetter(*_FIELDS[2:])
+if _FIELDS[:2] != ("rollout_id", "attempt_id") or Span.__private_attributes__:  # Span changed
+    raise ImportError("agl_core.store._memory_spans: update SpanPacker.pack to the fields of Span")
 
 
 class _SpanValues:
@@ -113,20 +116,18 @@ class SpanPacker:
 
     def pack(self, span: Span, rollout_id: str, attempt_id: str) -> StoredSpan:
         """The stored form of `span`, using the store's own `rollout_id`/`attempt_id` strings."""
-        if span.__class__ is not Span or span.__pydantic_private__:
+        if span.__class__ is not Span:  # `Span` itself has no private attributes
             return span
         values = span.__dict__
         if len(values) != _COUNT:
             return span
         try:
-            row: tuple[Any, ...] = _ROW(values)
+            row: tuple[Any, ...] = (rollout_id, attempt_id) + _REST(values)  # noqa: RUF005 (faster)
         except KeyError:  # a name that is not a field: keep the span as given
             return span
-        if row[0] is not rollout_id or row[1] is not attempt_id:
-            row = (rollout_id, attempt_id, *row[2:])
         names = span.__pydantic_fields_set__
         extra = span.__pydantic_extra__
-        if not extra and (names is _ALL_FIELDS or names == _ALL_FIELDS):
+        if not extra and names == _ALL_FIELDS:
             return row
         key = frozenset(names)
         shared = self._fields_sets.get(key)

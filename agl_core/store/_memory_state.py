@@ -4,7 +4,7 @@
 attempts, heartbeats, spans, workers, the watchdog) as plain synchronous methods. It does no locking
 and no argument validation: `InMemoryLightningStore` validates arguments first and calls these
 methods while holding its lock, so each call sees and leaves a consistent state. Every stored model is
-an immutable snapshot (see `agl_core.store._memory_models`); a write replaces it.
+an immutable snapshot (built by `agl_core.utils.model_slots`); a write replaces it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store._memory_index import RolloutIndex, WorkerIndex
-from agl_core.store._memory_models import build, replace
 from agl_core.store._memory_spans import SpanPacker, StoredSpan
 from agl_core.store.base import UNSET, Unset
 from agl_core.store.errors import RolloutNotFoundError
@@ -40,6 +39,7 @@ from agl_core.types.status import (
     QUEUING_ROLLOUT_STATUSES,
     RUNNING_ROLLOUT_STATUSES,
 )
+from agl_core.utils.model_slots import build, replace
 
 if TYPE_CHECKING:
     from agl_core.types import (

@@ -137,7 +137,7 @@ def query_rollouts(
     if total is None:
         total = table_rows(ops, "rollouts r", condition, params)
     items = [_rollout_with_attempt(row) for row in rows]
-    return PaginatedResult(items=items, limit=limit, offset=offset, total=total)
+    return logic.page_result(items, limit, offset, total)
 
 
 def query_attempts(
@@ -154,9 +154,7 @@ def query_attempts(
         total = ops.db.execute(
             "SELECT count(*) FROM attempts WHERE rollout_id = ?", (rollout_id,)
         ).fetchone()[0]
-    return PaginatedResult(
-        items=[attempt_from_row(row) for row in rows], limit=limit, offset=offset, total=total
-    )
+    return logic.page_result([attempt_from_row(row) for row in rows], limit, offset, total)
 
 
 def rollouts_by_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> dict[str, Rollout]:
@@ -194,7 +192,7 @@ def query_workers(
     total = page_total(rows, limit, offset)
     if total is None:
         total = table_rows(ops, "workers", condition, params)
-    return PaginatedResult(items=[worker_from_row(r) for r in rows], limit=limit, offset=offset, total=total)
+    return logic.page_result([worker_from_row(r) for r in rows], limit, offset, total)
 
 
 # ------------------------------------------------------------------ statistics

@@ -286,7 +286,7 @@ def rollout_spans(ops: SqliteOps, cache: SpanCache, rollout_id: str) -> Paginate
     """Every span of `rollout_id` by sequence id (then insertion): `query_spans` with its defaults."""
     db = ops.db
     items = cache.get(db, [row[0] for row in db.execute(_ROLLOUT_SPANS, (rollout_id,)).fetchall()])
-    return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
+    return logic.page_result(items, -1, 0, len(items))
 
 
 def query_spans(
@@ -310,7 +310,7 @@ def query_spans(
             "SELECT latest_attempt_id FROM rollouts WHERE rollout_id = ?", (rollout_id,)
         ).fetchone()
         if row is None or row[0] is None:
-            return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
+            return logic.page_result([], limit, offset, 0)
         normalized = logic.NormalizedFilter(
             normalized.conditions,
             (*normalized.must, logic.FilterCondition("attempt_id", "exact", row[0])),
@@ -329,4 +329,4 @@ def query_spans(
     total = page_total(row_ids, limit, offset)
     if total is None:
         total = db.execute(f"SELECT count(*) FROM spans WHERE {condition}", params).fetchone()[0]
-    return PaginatedResult(items=cache.get(db, row_ids), limit=limit, offset=offset, total=total)
+    return logic.page_result(cache.get(db, row_ids), limit, offset, total)

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_models import replace
 from agl_core.store._memory_select import select_rollouts, select_workers
 from agl_core.store._memory_spans import build_rows, unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
@@ -92,6 +91,7 @@ from agl_core.types import (
 )
 from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
+from agl_core.utils.model_slots import replace
 
 if TYPE_CHECKING:
     from agl_core.types import (
@@ -556,7 +556,7 @@ class InMemoryLightningStore(LightningStore):
             st.watchdog()
             rec = st.rollouts.get(query.rollout_id)
             if rec is None or (attempt_id == "latest" and not rec.attempts):
-                stored: list[Any] = []
+                spans: list[Span] = []
                 presorted = True
             else:
                 if attempt_id == "latest":
@@ -565,10 +565,9 @@ class InMemoryLightningStore(LightningStore):
                 if rec.spans_built < len(kept):  # the first read of new spans builds them, once
                     build_rows(kept, rec.spans_built)
                     rec.spans_built = len(kept)
-                stored = list(kept)
+                spans = unpack_spans(kept, attempt_id)  # a new list, of the attempt's spans only
                 presorted = rec.spans_sorted
-        # The rollout is fixed by the record; filter the attempt and the field pool outside the lock.
-        spans = unpack_spans(stored, attempt_id)
+        # The rollout is fixed by the record; filter the field pool outside the lock.
         if where.conditions and spans:
             predicate = build_predicate(NormalizedFilter(where.conditions, (), where.aggregate))
             spans = [s for s in spans if predicate(s)]

@@ -311,6 +311,7 @@ _BAD_JSON_VALUES: dict[str, tuple[Any, str]] = {
     "nan": ({"score": float("nan")}, "NaN or Infinity"),
     "inf": ([1.0, float("inf")], "NaN or Infinity"),
     "-inf": ({"a": [float("-inf")]}, "NaN or Infinity"),
+    "inf-among-plain-values": ({"ok": 1.5, "name": "x", "bad": float("inf")}, "NaN or Infinity"),
     "too-deep": (_nested(MAX_JSON_DEPTH + 1), "levels deep"),
 }
 """Values no store accepts (issue 20): JSON cannot hold NaN/Infinity; nesting is capped."""

@@ -570,6 +570,17 @@ def test_paginate() -> None:
     assert list(L.paginate(items, 5, 20)) == [] and L.paginate(items, 5, 20).total == 10
 
 
+def test_page_result_equals_the_validated_page() -> None:
+    """Stores build pages without validation; the result must be what validation would give."""
+    rollouts = [rollout("running"), rollout("succeeded")]
+    built = L.page_result(list(rollouts), 2, 4, 9)
+    validated = PaginatedResult(items=rollouts, limit=2, offset=4, total=9)
+    assert type(built) is type(validated) and built == validated
+    assert built.model_fields_set == validated.model_fields_set
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert copy.deepcopy(built) == validated and pickle.loads(pickle.dumps(built)) == validated
+
+
 # ------------------------------------------------------------------------------------- spans & sequence ids
 
 
@@ -807,3 +818,45 @@ def test_open_store_schemes(plugin_manager: Any) -> None:
     )
     with pytest.raises(TypeError, match="not a LightningStore"):
         open_store("logicbad:")
+
+
+class _Score(float):
+    """A float subclass (as numpy's float64 is)."""
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1, "b": float("nan")},
+        {"a": "x", "b": _Score("inf")},
+        {"a": None, "b": [_Score("-inf")]},
+        {"a": True, "b": {"c": float("inf")}},
+    ],
+)
+def test_check_json_value_refuses_nan_and_infinity_in_any_dict(value: dict[str, Any]) -> None:
+    with pytest.raises(InvalidRequestError, match=r"^metadata contains -?(nan|inf); JSON has no NaN"):
+        L.check_json_value("metadata", value)
+
+
+def test_check_json_value_accepts_plain_values_and_span_errors_name_the_span() -> None:
+    L.check_json_value("metadata", {"a": 1, "b": 2.5, "c": _Score(0.5), "d": None, "e": "s", "f": False})
+    span = Span(
+        rollout_id="ro-1",
+        attempt_id="at-1",
+        sequence_id=1,
+        trace_id="t",
+        span_id="sp-9",
+        parent_id=None,
+        name="n",
+        status={"status_code": "OK"},
+        attributes={"x": float("nan")},
+        events=[],
+        links=[],
+        start_time=None,
+        end_time=None,
+        context=None,
+        parent=None,
+        resource={"attributes": {}, "schema_url": ""},
+    )
+    with pytest.raises(InvalidRequestError, match=r"^Span sp-9 attributes contains nan"):
+        L.validate_span(span)

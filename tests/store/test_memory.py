@@ -24,7 +24,6 @@ from agl_core.store import (
     StoreClosedError,
     open_store,
 )
-from agl_core.store._memory_models import build, replace
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.clock import FakeClock
 from agl_core.testing.store_conformance import make_span, run_in_threads
@@ -36,6 +35,7 @@ from agl_core.types import (
     RolloutConfig,
     Worker,
 )
+from agl_core.utils.model_slots import build, replace
 
 BOUND = 10.0  # seconds: upper bound of every wait in this module (they finish in milliseconds)
 

@@ -72,6 +72,7 @@ from agl_core.store.logic.sequence import (
 )
 from agl_core.store.logic.sorting import (
     T,
+    page_result,
     paginate,
     sort_items,
     sort_key_for,
@@ -156,6 +157,7 @@ __all__ = [
     "next_rollout_status",
     "next_rollout_status_after_attempt_update",
     "normalize_filter",
+    "page_result",
     "paginate",
     "plan_sequence_ids",
     "poll_finished_rollouts",

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_models import build
 from agl_core.store.errors import (
     InvalidFilterError,
     InvalidRequestError,
@@ -24,6 +23,7 @@ from agl_core.types.status import (
     WorkerStatus,
 )
 from agl_core.types.unset import UNSET
+from agl_core.utils.model_slots import build
 
 if TYPE_CHECKING:
     pass
@@ -72,17 +72,34 @@ MAX_JSON_DEPTH = 100
 """Deepest nesting of lists and dicts a store accepts in a JSON value (rollout input, metadata, span
 attributes, heartbeat stats); the same on every backend (documented in docs/guarantees.md)."""
 
-_BARE = (str, int, bool, type(None))
+_BARE = frozenset((str, int, bool, type(None)))
 
 
 def check_json_value(name: str, value: object) -> None:
     """Raise `InvalidRequestError` if `value` nests deeper than `MAX_JSON_DEPTH` or holds NaN/Infinity.
 
     JSON has no NaN or Infinity, so no backend can store them faithfully (HTTP would turn them into
-    null); they are refused everywhere with the same message instead. Walks without recursion.
+    null); they are refused everywhere with the same message instead. `name` starts the message.
     """
-    if value.__class__ in _BARE:
-        return
+    if value.__class__ not in _BARE:
+        problem = _json_problem(value)
+        if problem is not None:
+            raise InvalidRequestError(f"{name} {problem}")
+
+
+def _json_problem(value: object) -> str | None:
+    """What makes `value` unstorable as JSON (the end of `check_json_value`'s message), or None.
+
+    Walks without recursion, after one pass for the common case: a dict of strings, numbers, booleans
+    and None.
+    """
+    if value.__class__ is dict:
+        for child in value.values():
+            cls = child.__class__
+            if cls not in _BARE and (cls is not float or child - child != 0.0):  # inf - inf is nan
+                break
+        else:
+            return None
     # any JSON value (or a value a caller passed by mistake), dispatched on its class below
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -90,22 +107,23 @@ def check_json_value(name: str, value: object) -> None:
         cls = item.__class__
         if cls is float:
             if item != item or item in (float("inf"), float("-inf")):
-                raise InvalidRequestError(
-                    f"{name} contains {item!r}; JSON has no NaN or Infinity, so stores refuse them. "
+                return (
+                    f"contains {item!r}; JSON has no NaN or Infinity, so stores refuse them. "
                     "Use None or a string such as 'nan' instead."
                 )
         elif cls is dict or cls is list or cls is tuple or isinstance(item, (Mapping, list, tuple)):
             if depth >= MAX_JSON_DEPTH:
-                raise InvalidRequestError(
-                    f"{name} is nested more than {MAX_JSON_DEPTH} levels deep; stores accept JSON values "
+                return (
+                    f"is nested more than {MAX_JSON_DEPTH} levels deep; stores accept JSON values "
                     f"up to {MAX_JSON_DEPTH} levels. Flatten it or store it as a JSON string."
                 )
-            children = item.values() if isinstance(item, Mapping) else item
+            children = item.values() if cls is dict or isinstance(item, Mapping) else item
             for child in children:
                 if child.__class__ not in _BARE:
                     stack.append((child, depth + 1))
         elif isinstance(item, float):
             stack.append((float(item), depth))
+    return None
 
 
 def check_optional_str(name: str, value: object) -> str | None:
@@ -293,7 +311,7 @@ def validate_span(span: object) -> Span:
     Requires an `agl_core.types.Span` with non-empty string ``rollout_id``, ``attempt_id`` and
     ``span_id`` and an integer ``sequence_id >= 0``.
     """
-    if not isinstance(span, Span):
+    if span.__class__ is not Span and not isinstance(span, Span):  # (an ABC check: slower)
         raise InvalidSpanError(
             f"Expected an agl_core.types.Span, got {type(span).__name__}. Convert OpenTelemetry spans with "
             "add_otel_span() or Span.from_opentelemetry()."
@@ -319,9 +337,11 @@ def validate_span(span: object) -> Span:
             f"Span sequence_id must be an integer >= 0, got {seq!r}. "
             "Use get_next_span_sequence_id() to get one."
         )
-    check_int_bound("Span sequence_id", seq, InvalidSpanError)
-    if span.attributes:
-        check_json_value(f"Span {span.span_id} attributes", span.attributes)
+    if seq > MAX_STORE_INT:
+        check_int_bound("Span sequence_id", seq, InvalidSpanError)
+    attributes = span.attributes
+    if attributes and (problem := _json_problem(attributes)) is not None:  # the name built only then
+        raise InvalidRequestError(f"Span {span_id} attributes {problem}")
     return span
 
 

@@ -13,6 +13,7 @@ from agl_core.store.errors import (
 )
 from agl_core.store.logic.checks import check_int_bound, validate_sort_order
 from agl_core.types import PaginatedResult
+from agl_core.utils.model_slots import build
 
 if TYPE_CHECKING:
     pass
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "T",
+    "page_result",
     "paginate",
     "sort_items",
     "sort_key_for",
@@ -134,4 +136,13 @@ def paginate(items: Sequence[T], limit: int, offset: int) -> PaginatedResult[T]:
     page = items[offset:] if limit == -1 else items[offset : offset + limit]
     if not isinstance(page, list):
         page = list(page)
-    return PaginatedResult(items=page, limit=limit, offset=offset, total=len(items))
+    return page_result(page, limit, offset, len(items))
+
+
+def page_result(items: list[T], limit: int, offset: int, total: int) -> PaginatedResult[T]:
+    """A `PaginatedResult` of items a store already holds as valid models (`items` is taken over).
+
+    Skips pydantic's validation of the page, which took about twice as long as building it (4 us for
+    a page of 20 spans): stores build their pages from their own valid objects.
+    """
+    return build(PaginatedResult, {"items": items, "limit": limit, "offset": offset, "total": total})
