@@ -21,8 +21,9 @@ it took 30-60 µs on the shared 2-core reference machine, against 1-3 µs), and 
 
 **Kept page ETags.** A client polling a rollout gets the same page again and again, and checking each
 span's entry (a dict lookup, a tuple of its values, a compare) was most of the server's work for a
-``304``. So `page_answer` also keeps, per page (bounded by ``max_page_spans`` spans, oldest out), a copy
-of each span's field-value dict and the page's ETag. A later page with the same paging numbers whose
+``304``. So `page_answer` also keeps, for each page it answered ``304`` (bounded by ``max_page_spans``
+spans, oldest out; a page that changes between reads is never kept), a copy of each span's field-value
+dict and the page's ETag. A later page with the same paging numbers whose
 spans are plain `Span` objects with no extra fields and field values equal to the copies (compared in
 C: the same objects, or equal ones, as for the span entries) gets the kept ETag without any per-span
 Python work. The spans are compared on every call, so a span added, dropped, replaced or reassigned
@@ -166,9 +167,9 @@ class SpanJsonCache:
         # the same input: an equal ETag means equal bytes.
         numbers = b"%d,%d,%d;" % (page.limit, page.offset, page.total)
         etag = f'"{hashlib.blake2b(numbers + b"".join(digests), digest_size=DIGEST_SIZE).hexdigest()}"'
-        if page_key is not None:
-            self._keep_page(page_key, items, etag)
         if if_none_match is not None and none_match_hits(if_none_match, etag):
+            if page_key is not None:  # a page revalidated unchanged: likely to be asked for again
+                self._keep_page(page_key, items, etag)
             return None, etag
         body = b'{"items":[%b],"limit":%d,"offset":%d,"total":%d}' % (
             b",".join(encoded),

@@ -179,11 +179,20 @@ def test_a_kept_page_etag_is_used_only_while_every_span_is_unchanged() -> None:
 
 def test_kept_pages_are_bounded_by_spans_and_zero_keeps_none() -> None:
     cache = SpanJsonCache(max_page_spans=5)
+
+    def revalidate(page: PaginatedResult[Span]) -> None:
+        etag = cache.page_answer(page)[1]
+        assert cache.page_answer(page, if_none_match='"other"')[0] is not None
+        assert cache.page_spans == kept  # a conditional read that is answered in full keeps nothing
+        assert cache.page_answer(page, if_none_match=etag) == (None, etag)
+
+    kept = 0
     pages = [_page([_span(i), _span(i + 10)]) for i in range(3)]
     for page in pages:
-        cache.page_answer(page, if_none_match='"x"')
+        revalidate(page)
+        kept = min(kept + 2, 4)
     assert cache.page_spans == 4  # the oldest page of two spans was dropped
-    cache.page_answer(_page([_span(i) for i in range(6)]), if_none_match='"x"')  # too big to keep
+    revalidate(_page([_span(i) for i in range(6)]))  # too big to keep
     assert cache.page_spans == 4
     off = SpanJsonCache(max_page_spans=0)
     etag = off.page_answer(pages[0])[1]
