@@ -1,13 +1,14 @@
 """Two agl checkouts side by side with Agent Lightning 0.3.0, in alternating rounds, optionally under load.
 
 Usage:
-    python bench/store_ab.py --a DIR --b DIR --peer-python PYTHON [--store http] [--only OP ...]
+    python bench/store_ab.py --a DIR --b DIR [--peer-python PYTHON] [--store http] [--only OP ...]
         [--scale F] [--rounds N] [--load N]
 
 The machine's speed drifts by a third between minutes, so a before/after comparison made minutes apart
-says little. Each round runs `peer_store_bench.py` (0.3.0) once, then `store_bench.py` with the
-``agl_core`` of checkout A and of checkout B (first on ``PYTHONPATH``, working directory there; the
-order flips every round), and records each one's rate and its ratio to that round's 0.3 rate.
+says little. Each round runs `peer_store_bench.py` (0.3.0) once (with ``--peer-python``), then
+`store_bench.py` with the ``agl_core`` of checkout A and of checkout B (first on ``PYTHONPATH``,
+working directory there; the order flips every round), and records each one's rate and its ratio to
+that round's 0.3 rate.
 ``--load N`` starts N busy-looping processes for the whole measurement (killed at the end): the
 "machine under load" case.
 
@@ -56,7 +57,7 @@ def main() -> None:
     )
     parser.add_argument("--a", required=True, help="checkout (a folder holding agl_core) measured as A")
     parser.add_argument("--b", required=True, help="checkout measured as B")
-    parser.add_argument("--peer-python", required=True, help="interpreter with agentlightning==0.3.0")
+    parser.add_argument("--peer-python", help="interpreter with agentlightning==0.3.0 (else no peer)")
     parser.add_argument("--store", default="http", choices=["http", "memory"])
     parser.add_argument("--only", nargs="+", default=["query_spans"])
     parser.add_argument("--scale", type=float, default=0.3)
@@ -72,11 +73,12 @@ def main() -> None:
         for op in args.only:
             rounds: list[dict[str, float]] = []
             for index in range(args.rounds):
-                row = {"peer_rate": peer_rate(args, op)}
+                row = {"peer_rate": peer_rate(args, op)} if args.peer_python else {}
                 for label in ("a", "b") if index % 2 == 0 else ("b", "a"):
                     row[f"{label}_rate"] = agl_rate(sources[label], args, op)
                 for label in ("a", "b"):
-                    row[f"{label}_ratio"] = round(row[f"{label}_rate"] / row["peer_rate"], 2)
+                    if args.peer_python:
+                        row[f"{label}_ratio"] = round(row[f"{label}_rate"] / row["peer_rate"], 2)
                 rounds.append(row)
                 print(json.dumps({"op": op, "round": index, **row}), file=sys.stderr, flush=True)
             results[op] = {
