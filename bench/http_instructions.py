@@ -11,7 +11,8 @@ memory:``, on uvloop when installed, as the benchmark runs it), each measured wi
 natively. Every count is two runs of a fresh server and client with the hash seed fixed: one that
 only prepares the workload, one that prepares and does it; the result is ``(work - prepare) / count``.
 For ``query_spans`` (one rollout of 20 spans read again and again) that is a revalidated read: the
-client sends ``If-None-Match`` and the server answers ``304 Not Modified``.
+client sends ``If-None-Match`` and the server answers ``304 Not Modified``. Only user-space work is
+counted: the kernel's (system calls, page faults) shows in CPU times, not here.
 
 ``--keep DIR`` keeps the callgrind files (recorded with ``--dump-instr=no``) of both runs,
 ``DIR/<op>-<side>-<label>-{prepare,work}.out``; then
