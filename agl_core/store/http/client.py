@@ -56,6 +56,7 @@ from agl_core.store.http import network
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
 from agl_core.store.http.models import AnyRollout
 from agl_core.store.http.page_cache import SpanPageCache
+from agl_core.store.http.query_body import SpanQueryBodies
 from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
 from agl_core.store.http.transport import HttpAnswer, HttpTransport, TransportError, build_request
 from agl_core.store.logic.filters import NormalizedFilter
@@ -207,6 +208,7 @@ class LightningStoreClient(LightningStore):
         self.proxy, self.trust_env = proxy, bool(trust_env)
         self.cache_span_pages = bool(cache_span_pages)
         self._span_pages = SpanPageCache() if self.cache_span_pages else None
+        self._span_query_bodies = SpanQueryBodies(_encode)
         try:
             context = (
                 network.make_ssl_context(self.ca_bundle, self.client_cert, self.client_key)
@@ -607,7 +609,7 @@ class LightningStoreClient(LightningStore):
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """``POST /v1/agl/spans/search`` with the checked query, revalidating a kept page by its ETag."""
-        body = _encode(query)
+        body = self._span_query_bodies.body(query)
         cache = self._span_pages
         kept = cache.get(body) if cache is not None else None
         answer = await self._call(

@@ -35,6 +35,7 @@ _JSON_TYPES = frozenset({"application/json"})
 _OTLP_TYPES = frozenset({"application/json", "application/x-protobuf", "application/protobuf"})
 _OTLP_PATH_SUFFIX = "/v1/traces"
 _ENCODINGS = frozenset({"", "identity", "gzip", "deflate", "x-gzip"})
+_ACCEPTED_HOST_HEADERS = 64  # raw Host header values a guard remembers as accepted
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -75,6 +76,7 @@ class RequestGuard:
         self._any_host = "*" in extra or bind_host not in _LOOPBACK_HOSTS
         self._hosts = frozenset(_LOOPBACK_HOSTS | extra | {bind_host.lower()})
         self._origin_allowed = origin_allowed
+        self._accepted_host_headers: set[str] = set()  # raw Host values that passed (bounded)
         self.sweeper: SlowHeaderSweeper | None = None
 
     def guarded(self, handler: Handler) -> Handler:
@@ -94,16 +96,35 @@ class RequestGuard:
         return self.check(request)
 
     def check(self, request: web.Request) -> web.Response | None:
-        """The refusal for `request`, or None when it may go on."""
-        host = _host_name(request.headers.get("Host", ""))
-        if not self._any_host and host not in self._hosts:
-            return _error(
-                421,
-                "MisdirectedRequest",
-                f"Host {host!r} is not this server's address; start `agl store serve` with "
-                f"--allowed-host {host} to accept it.",
-            )
-        origin = request.headers.get("Origin")
+        """The refusal for `request`, or None when it may go on.
+
+        The usual request (an accepted ``Host`` header value seen before, no ``Origin``, no
+        ``Content-Encoding``, ``Content-Type: application/json``) takes a short path of header lookups.
+        """
+        headers = request.headers
+        host_header = headers.get("Host", "")
+        if not self._any_host and host_header not in self._accepted_host_headers:
+            host = _host_name(host_header)
+            if host not in self._hosts:
+                return _error(
+                    421,
+                    "MisdirectedRequest",
+                    f"Host {host!r} is not this server's address; start `agl store serve` with "
+                    f"--allowed-host {host} to accept it.",
+                )
+            if len(self._accepted_host_headers) < _ACCEPTED_HOST_HEADERS:
+                self._accepted_host_headers.add(host_header)
+        origin = headers.get("Origin")
+        if (
+            origin is None
+            and headers.get("Content-Encoding") is None
+            and (request.method not in _MUTATING or headers.get("Content-Type") == "application/json")
+        ):
+            return None
+        return self._check_rest(request, origin)
+
+    def _check_rest(self, request: web.Request, origin: str | None) -> web.Response | None:
+        """`check` past the Host rule (the Origin, Content-Encoding and Content-Type rules)."""
         health = request.method == "OPTIONS" or (
             request.method in ("GET", "HEAD") and request.path.endswith("/health")
         )

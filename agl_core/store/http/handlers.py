@@ -34,6 +34,7 @@ from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
 _JSON = "application/json"
+_SPAN_PAGE = PaginatedResult[Span]
 
 SPAN_QUERY_MEMO_ENTRIES = 1024
 """Span search bodies whose parsed query a server keeps (see `StoreApi.span_query`)."""
@@ -416,26 +417,31 @@ class StoreApi:
             indices = [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]
         return json_response({"inserted": indices}, 201)
 
-    async def _query_spans(self, request: web.Request, q: m.SpanQuery) -> web.Response:
-        """The page with a strong ``ETag``; 304 without a body when ``If-None-Match`` names that ETag."""
+    async def _query_spans(self, request: web.Request, q: m.SpanQuery) -> web.StreamResponse:
+        """The page with a strong ``ETag``; 304 without a body when ``If-None-Match`` names that ETag.
+
+        The 304 is a bare `web.StreamResponse` (the same bytes on the wire as a `web.Response` without
+        a body, for a third less work).
+        """
         page = await self.store._execute(q)
         known = request.headers.get("If-None-Match")
         body: bytes | None
-        if isinstance(page, PaginatedResult):
+        if page.__class__ is _SPAN_PAGE or isinstance(page, PaginatedResult):
             body, etag = self.span_json.page_answer(page, known)
         else:  # a 0.3-style store may answer a plain list
             body, etag = conditional_body(pydantic_core.to_json(page), known)
         if body is None:
-            return web.Response(status=304, headers={"ETag": etag})
+            return web.StreamResponse(status=304, headers={"ETag": etag})
         return web.Response(body=body, content_type=_JSON, headers={"ETag": etag})
 
-    async def query_spans_get(self, request: web.Request) -> web.Response:
+    async def query_spans_get(self, request: web.Request) -> web.StreamResponse:
         """``GET /v1/agl/spans`` (conditional: see `_query_spans`)."""
         return await self._query_spans(request, self._query(request, m.SpanQuery))
 
-    async def query_spans(self, request: web.Request) -> web.Response:
+    async def query_spans(self, request: web.Request) -> web.StreamResponse:
         """``POST /v1/agl/spans/search`` (conditional: see `_query_spans`)."""
-        return await self._query_spans(request, self.span_query(await self._raw(request)))
+        raw = await read_body(request, self.max_body_bytes)
+        return await self._query_spans(request, self.span_query(raw))
 
     async def next_sequence_id(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/spans/next``."""

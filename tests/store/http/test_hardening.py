@@ -236,3 +236,30 @@ def test_unsupported_content_encoding_gets_json_415(server: BackgroundServer, en
     )
     assert status == 415 and "json" in headers["content-type"]
     assert encoding in body["error"]["message"]
+
+
+def test_the_guard_short_path_refuses_what_the_full_rules_refuse() -> None:
+    from aiohttp.test_utils import make_mocked_request
+
+    from agl_core.store.http.guard import RequestGuard
+
+    guard = RequestGuard("127.0.0.1", lambda origin: False)
+
+    def status(method: str, headers: dict[str, str], path: str = "/v1/agl/spans/search") -> int | None:
+        refusal = guard.check(make_mocked_request(method, path, headers=headers))
+        return None if refusal is None else refusal.status
+
+    json_post = {"Host": "127.0.0.1:4747", "Content-Type": "application/json"}
+    for _ in range(2):  # the second time the Host value is a remembered one
+        assert status("POST", json_post) is None
+        assert status("GET", {"Host": "127.0.0.1:4747"}) is None
+        assert status("POST", {**json_post, "Content-Type": "text/plain"}) == 415
+        assert status("POST", {"Host": "127.0.0.1:4747"}) == 415  # no Content-Type
+        assert status("POST", {**json_post, "Content-Encoding": "br"}) == 415
+        assert status("POST", {**json_post, "Origin": "http://evil.example"}) == 403
+        assert status("POST", {**json_post, "Host": "evil.example:4747"}) == 421
+        assert status("POST", {**json_post, "Content-Type": "Application/JSON; charset=utf-8"}) is None
+    for port in range(200):  # the remembered Host values are bounded
+        assert status("GET", {"Host": f"localhost:{port}"}) is None
+    assert len(guard._accepted_host_headers) <= 64
+    assert status("GET", {"Host": "evil.example"}) == 421

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pydantic
 import pydantic_core
 import pytest
 
@@ -133,3 +134,95 @@ def test_an_unusual_page_gets_the_etag_of_its_bytes() -> None:
     assert body == pydantic_core.to_json(page) and b'"note":"x"' in body
     assert etag == body_etag(body)
     assert SpanJsonCache().page_answer(page, if_none_match=f"W/{etag}") == (None, etag)
+
+
+def test_a_kept_page_etag_is_used_only_while_every_span_is_unchanged() -> None:
+    cache = SpanJsonCache()
+    spans = [_span(1), _span(2), _span(3)]
+    etag = cache.page_answer(_page(spans))[1]
+    assert cache.page_spans == 0  # unconditional reads keep no page
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)
+    assert cache.page_spans == 3
+    assert cache.page_answer(_page(list(spans)), if_none_match=etag) == (None, etag)  # the kept ETag
+    equal = [spans[0], spans[1].model_copy(), spans[2]]  # an equal new span: the same answer
+    assert cache.page_answer(_page(equal), if_none_match=etag) == (None, etag)
+
+    def changed(page: PaginatedResult[Span], keep_first: bool = True) -> None:
+        if keep_first:  # the unchanged page's ETag is kept again before each change
+            assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)
+        new_body, new_etag = cache.page_answer(page, if_none_match=etag)
+        assert new_body == pydantic_core.to_json(page) and new_etag != etag
+
+    changed(_page([*spans, _span(4)]))  # a span added
+    changed(_page(spans, total=9))  # only the total differs
+    changed(_page([spans[0], _span(7), spans[2]]))  # another span in the middle
+    with_extra = Span.model_validate({**spans[1].model_dump(), "custom": "x"})
+    changed(_page([spans[0], with_extra, spans[2]]))
+
+    class Shouting(Span):  # the same fields and values, another JSON
+        @pydantic.field_serializer("name")
+        def _shout(self, name: str) -> str:
+            return name.upper()
+
+    shouting = _page([spans[0], Shouting.model_validate(spans[1].model_dump()), spans[2]])
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)
+    answer = cache.page_answer(shouting, if_none_match=etag)
+    assert answer == SpanJsonCache().page_answer(shouting) and b'"CHAT"' in (answer[0] or b"")
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)
+    spans[2].end_time = 3.0  # reassigned in place: same objects, same dicts, new value
+    changed(_page(spans), keep_first=False)
+    spans[2].end_time = 2.0
+    assert cache.page_answer(_page(spans), if_none_match=etag) == (None, etag)
+    spans[0].attributes = {"other": 1}
+    changed(_page(spans), keep_first=False)
+
+
+def test_kept_pages_are_bounded_by_spans_and_zero_keeps_none() -> None:
+    cache = SpanJsonCache(max_page_spans=5)
+
+    def revalidate(page: PaginatedResult[Span]) -> None:
+        etag = cache.page_answer(page)[1]
+        assert cache.page_answer(page, if_none_match='"other"')[0] is not None
+        assert cache.page_spans == kept  # a conditional read that is answered in full keeps nothing
+        assert cache.page_answer(page, if_none_match=etag) == (None, etag)
+
+    kept = 0
+    pages = [_page([_span(i), _span(i + 10)]) for i in range(3)]
+    for page in pages:
+        revalidate(page)
+        kept = min(kept + 2, 4)
+    assert cache.page_spans == 4  # the oldest page of two spans was dropped
+    revalidate(_page([_span(i) for i in range(6)]))  # too big to keep
+    assert cache.page_spans == 4
+    off = SpanJsonCache(max_page_spans=0)
+    etag = off.page_answer(pages[0])[1]
+    assert off.page_answer(pages[0], if_none_match=etag) == (None, etag) and off.page_spans == 0
+    with pytest.raises(ValueError, match="max_page_spans"):
+        SpanJsonCache(max_page_spans=-1)
+
+
+def test_a_polling_client_sees_every_change_to_the_served_spans() -> None:
+    store = InMemoryLightningStore()
+
+    async def scenario(endpoint: str) -> None:
+        client = LightningStoreClient(endpoint)
+        try:
+            started = await client.start_rollout({"task": 1})
+            ids = {"rollout_id": started.rollout_id, "attempt_id": started.attempt.attempt_id}
+            spans = [_span(i).model_copy(update=ids) for i in range(1, 4)]
+            await client.add_many_spans(spans)
+            for _ in range(3):  # revalidated: the server keeps the page's ETag
+                assert list(await client.query_spans(started.rollout_id)) == spans
+            added = _span(4).model_copy(update=ids)
+            await client.add_span(added)
+            assert list(await client.query_spans(started.rollout_id)) == [*spans, added]
+            assert list(await client.query_spans(started.rollout_id)) == [*spans, added]
+            served = (await store.query_spans(started.rollout_id)).items[1]
+            served.name = "renamed on the server"  # a stored span's value changed in place
+            again = await client.query_spans(started.rollout_id)
+            assert [span.name for span in again] == ["chat", "renamed on the server", "chat", "chat"]
+        finally:
+            await client.close()
+
+    with BackgroundServer(lambda: store) as server:
+        asyncio.run(scenario(server.endpoint))

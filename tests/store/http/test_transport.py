@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from agl_core.store.http.transport import HttpTransport, TransportError, build_request
+from agl_core.store.http.transport import READ_BUFFER_BYTES, HttpTransport, TransportError, build_request
 
 Reply = Callable[[bytes], bytes | None]
 
@@ -96,6 +96,27 @@ async def test_post_body_and_chunked_answer(raw_server: Callable[[Reply], RawSer
     request = build_request("POST", "/y", "h:1", "Content-Type: application/json\r\n", b'{"a":1}')
     assert await transport.send(request, 5) == (201, b"abcde", None)
     assert server.requests[0].endswith(b'Content-Length: 7\r\n\r\n{"a":1}')
+    await transport.close()
+
+
+async def test_answers_longer_than_the_read_buffer_arrive_whole(
+    raw_server: Callable[[Reply], RawServer],
+) -> None:
+    big = bytes(range(256)) * (READ_BUFFER_BYTES // 64)  # four buffers' worth, every byte value
+    chunks = b"".join(b"%x\r\n%b\r\n" % (len(part), part) for part in (big[:70_000], big[70_000:]))
+    answers = iter(
+        [
+            _ok(big),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n",
+            _ok(b"small"),
+        ]
+    )
+    server = await _serve(raw_server(lambda request: next(answers)))
+    transport = HttpTransport("127.0.0.1", server.port)
+    assert await transport.send(_get(), 5) == (200, big, None)
+    assert await transport.send(_get(), 5) == (200, big, None)
+    assert await transport.send(_get(), 5) == (200, b"small", None)  # the reused buffer holds no leftovers
+    assert server.connections == 1
     await transport.close()
 
 
