@@ -35,25 +35,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from store_workload import OPERATION_COUNTS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OPERATION_NAMES = (
-    "enqueue_rollout",
-    "dequeue_rollout",
-    "add_span",
-    "add_many_spans",
-    "query_spans",
-    "update_attempt",
-)
+OPERATION_NAMES = tuple(OPERATION_COUNTS)
 SIDES = ("client", "server")
 _COLLECTED = re.compile(r"Collected : (\d+)")
 _START_TIMEOUT = 600.0  # a server under valgrind takes a minute or more to import and bind
@@ -85,29 +77,8 @@ def child(name: str, url: str, count: int, work: bool) -> None:
     asyncio.run(main())
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _valgrind(out_file: str) -> list[str]:
     return ["valgrind", "--tool=callgrind", "--dump-instr=no", f"--callgrind-out-file={out_file}"]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + _START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the server exited with code {process.returncode}: {process.stderr}")
-        try:
-            with urllib.request.urlopen(url + "/v1/agl/health", timeout=5.0) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"the server at {url} did not become healthy within {_START_TIMEOUT:.0f}s")
 
 
 def instructions(source: str, name: str, side: str, count: int, work: bool, out_file: str) -> int:
@@ -115,8 +86,10 @@ def instructions(source: str, name: str, side: str, count: int, work: bool, out_
 
     Both processes run in `source` (``python -m`` puts the working directory first on the path).
     """
+    import store_bench  # the driver's own agl_core; only its helpers are used here
+
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=source)
-    port = _free_port()
+    port = store_bench.free_port()
     url = f"http://127.0.0.1:{port}"
     server_command = [sys.executable, "-m", "agl_core.cli", "store", "serve", "--store", "memory:"]
     server_command += ["--port", str(port)]
@@ -131,7 +104,7 @@ def instructions(source: str, name: str, side: str, count: int, work: bool, out_
             server_command, env=env, cwd=source, stdout=subprocess.DEVNULL, stderr=server_log, text=True
         )
         try:
-            _wait_healthy(url, server)
+            store_bench.wait_for_health(url + "/v1/agl/health", server, _START_TIMEOUT)
             done = subprocess.run(
                 client_command, capture_output=True, text=True, env=env, cwd=source, timeout=7200, check=False
             )

@@ -105,7 +105,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_health(url: str, process: subprocess.Popen[bytes], timeout: float) -> None:
+def wait_for_health(url: str, process: subprocess.Popen[Any], timeout: float) -> None:
     """Poll the server's health endpoint until it answers 200; fail if it exits or `timeout` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -40,17 +40,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from store_workload import OPERATION_COUNTS
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-OPERATION_NAMES = (
-    "enqueue_rollout",
-    "dequeue_rollout",
-    "add_span",
-    "add_many_spans",
-    "query_spans",
-    "update_attempt",
-    "rollout_life",
-)
+OPERATION_NAMES = (*OPERATION_COUNTS, "rollout_life")
 SPAN_OPERATIONS = ("add_span", "add_many_spans")
 LIFE_SPANS = 10  # spans per rollout in ``rollout_life``
 _COLLECTED = re.compile(r"Collected : (\d+)")
