@@ -34,7 +34,6 @@ from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
 _JSON = "application/json"
-_SPAN_PAGE = PaginatedResult[Span]
 
 SPAN_QUERY_MEMO_ENTRIES = 1024
 """Span search bodies whose parsed query a server keeps (see `StoreApi.span_query`)."""
@@ -426,7 +425,7 @@ class StoreApi:
         page = await self.store._execute(q)
         known = request.headers.get("If-None-Match")
         body: bytes | None
-        if page.__class__ is _SPAN_PAGE or isinstance(page, PaginatedResult):
+        if page.__class__ is PaginatedResult or isinstance(page, PaginatedResult):  # stores build plain pages
             body, etag = self.span_json.page_answer(page, known)
         else:  # a 0.3-style store may answer a plain list
             body, etag = conditional_body(pydantic_core.to_json(page), known)
