@@ -67,6 +67,7 @@ __all__ = [
     "llm_shape",
     "logprobs",
     "model",
+    "normalize_role",
     "prompt_messages",
     "prompt_token_ids",
     "read_llm_call",
@@ -233,6 +234,34 @@ def _loads(value: Any, span: Span, key: str, strict: bool) -> Any:
         return value
 
 
+_ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "chatbot": "assistant",
+    "tool-call": "assistant",
+    "tool_call": "assistant",
+    "tool-response": "tool",
+    "tool_response": "tool",
+    "ipython": "tool",
+}
+
+
+def normalize_role(role: Any, default: str = "user") -> str:
+    """A chat role as OpenAI spells it: an enum or its repr (``MessageRole.SYSTEM``) becomes its value
+    (``system``), case is folded and other frameworks' names are mapped (``human`` -> ``user``,
+    ``model``/``ai`` -> ``assistant``, ``tool-response`` -> ``tool``). Unknown roles are kept (lower case)."""
+    value = getattr(role, "value", role)
+    if value is None or value == "":
+        return default
+    text = str(value).strip()
+    if "." in text and not text.startswith("."):  # "MessageRole.SYSTEM", "Role.user"
+        text = text.rsplit(".", 1)[1]
+    text = text.lower()
+    return _ROLE_ALIASES.get(text, text)
+
+
 def _arguments_json(arguments: Any) -> str:
     if arguments is None:
         return "{}"
@@ -266,7 +295,7 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
 
 def _from_genai(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """OpenAI messages for one GenAI "parts" message (tool responses become ``tool`` messages)."""
-    role = str(message.get("role") or "user")
+    role = normalize_role(message.get("role"))
     content: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     tool_messages: list[dict[str, Any]] = []
@@ -319,7 +348,7 @@ def _legacy_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def _from_openai_like(message: Mapping[str, Any]) -> dict[str, Any]:
     """Normalize an OpenAI-style (Agent Lightning 0.3) message dict."""
-    out: dict[str, Any] = {"role": str(message.get("role") or "user")}
+    out: dict[str, Any] = {"role": normalize_role(message.get("role"))}
     content = message.get("content")
     out["content"] = _legacy_content(content) if content is not None else None
     tool_calls = message.get("tool_calls")
