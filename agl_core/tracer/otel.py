@@ -44,6 +44,7 @@ from agl_core.tracer._binding import TraceBinding, TraceExportReport
 from agl_core.tracer._processor import LightningSpanProcessor
 from agl_core.tracer.base import Tracer
 from agl_core.tracer.bridge import BridgeMode, bridge_global_provider, keep_enabled, span_limits
+from agl_core.tracer.logs import bridge_global_logger_provider
 from agl_core.types import Attributes, SpanCoreFields, TraceStatus, convert_timestamp
 from agl_core.utils.otel import format_exception_attributes
 
@@ -211,6 +212,7 @@ class OtelTracer(Tracer):
         self._provider = provider
         self._otel_tracer = provider.get_tracer("agentlightning")
         self.bridge_mode = bridge_global_provider(self.global_provider)
+        bridge_global_logger_provider(self.global_provider)
         if self.instrument_llm_clients:
             from agl_core.instrumentation import instrument_all
 
