@@ -446,6 +446,9 @@ class Registry(Generic[T]):
         if scheme not in self._schemes:
             known = ", ".join(f"{s}:" for s in sorted(self._schemes)) or "none"
             message = f"No store opens URIs with scheme {scheme!r}. Known schemes: {known}."
+            extra = self._hint(self.kind, scheme) if self._hint is not None else None
+            if extra:
+                message += " " + extra
             dist = self.scheme_install_hint(scheme)
             if dist is not None:
                 message += f" The {scheme!r} scheme comes from {dist}: pip install {dist}"
