@@ -152,6 +152,8 @@ class ProxyServer:
     async def _unknown(self, request: web.Request) -> web.Response:
         if request.method == "OPTIONS":
             return self.guard.preflight(request)
+        if request.method == "HEAD":  # a client's connection warm-up (Claude Code sends one per run)
+            return web.Response(status=200)
         path = request.path.rstrip("/")
         if path.endswith(("/chat/completions", "/completions", "/responses", "/messages", "/models")):
             return ProxyHTTPError(
