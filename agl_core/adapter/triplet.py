@@ -21,7 +21,7 @@ from agl_core.adapter.base import TraceToTripletBase, to_spans
 from agl_core.adapter.diagnostics import AdapterReport, AdaptRecord, DroppedCall, RewardOutcome, build_report
 from agl_core.adapter.trace_tree import TraceNode, TraceTree, agent_name
 from agl_core.emitter import get_reward_value, is_reward_span
-from agl_core.semconv import AGL_OPERATION, AGL_REWARD, LightningSpanAttributes
+from agl_core.semconv import AGL_LLM_SIDE_CALL, AGL_OPERATION, AGL_REWARD, LightningSpanAttributes
 from agl_core.types import Span, SpanLike, Triplet
 from agl_core.utils.otel import filter_and_unflatten_attributes
 
@@ -181,6 +181,10 @@ class TracerTraceToTriplet(TraceToTripletBase):
         if self.repair_hierarchy:
             tree.repair_hierarchy()
         calls = self._select(tree, record)
+        side_calls = [c for c in calls if c.node.span.attributes.get(AGL_LLM_SIDE_CALL) is not None]
+        for call in side_calls:  # harness side calls (marked by the LLM proxy) are not training samples
+            record.dropped.append(DroppedCall(call.node.span, "side_call", agent_name=call.agent))
+        calls = [c for c in calls if c not in side_calls]
         for call in calls:
             call.triplet = self.span_to_triplet(call.node.span, call.agent)
         if self.skip_empty_token_spans:

@@ -34,6 +34,9 @@ from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.streaming import Operation, assemble_stream
 from agl_core.semconv import (
     AGL_LLM_CLIENT_API,
+    AGL_LLM_REFUSED,
+    AGL_LLM_REQUEST_DROPPED,
+    AGL_LLM_SIDE_CALL,
     AGL_LLM_SOURCE,
     AGL_LLM_TOKEN_IDS_MISSING,
     GEN_AI_INPUT_MESSAGES,
@@ -73,13 +76,13 @@ SPAN_NAME = "agl.llm_proxy.request"
 CLIENT_API = AGL_LLM_CLIENT_API
 """Span attribute: the API the agent spoke when the proxy translated it to chat completions."""
 
-REQUEST_DROPPED = "agl.llm.request.dropped"
+REQUEST_DROPPED = AGL_LLM_REQUEST_DROPPED
 """Span attribute: the request fields a translation did not carry to the backend (a list of strings)."""
 
-SIDE_CALL = "agl.llm.side_call"
+SIDE_CALL = AGL_LLM_SIDE_CALL
 """Span attribute: the harness side-call rule a request matched (not one of the agent's turns)."""
 
-REFUSED = "agl.llm.refused"
+REFUSED = AGL_LLM_REFUSED
 """Span attribute: true when the proxy itself refused the request (a 4xx of its own)."""
 
 TOKEN_IDS_MISSING = AGL_LLM_TOKEN_IDS_MISSING
