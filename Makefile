@@ -13,7 +13,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 PRUNE_VENVS ?=
 prune_venv = $(if $(PRUNE_VENVS),rm -rf $(1))
 
-.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-harnesses test-plugins lint format bench clean \
 	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
 help:
@@ -40,10 +40,15 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real test-harnesses
 
 test-core: venv
 	$(PY) -m pytest -q
+
+# Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
+# once into .agl/npm/) driven headless through the LLM proxy to the fake model; skipped without npm.
+test-harnesses: venv
+	$(PY) -m pytest -q examples/programs/clis
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
