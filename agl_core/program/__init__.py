@@ -3,7 +3,14 @@
 See docs/programs.md ("Bring a program").
 """
 
-from agl_core.program.agent import DUMMY_API_KEY, ProgramAgent, ProgramFailedError, ProgramOutcome, RewardHook
+from agl_core.program.agent import (
+    DUMMY_API_KEY,
+    PROGRAM_SPAN,
+    ProgramAgent,
+    ProgramFailedError,
+    ProgramOutcome,
+    RewardHook,
+)
 from agl_core.program.launcher import LocalLauncher, ProgramExit, ProgramLaunch, ProgramLauncher
 from agl_core.program.reward import ProgramRewardError
 from agl_core.program.values import ProgramValueError
@@ -11,6 +18,7 @@ from agl_core.program.workdir import WorkFolderError
 
 __all__ = [
     "DUMMY_API_KEY",
+    "PROGRAM_SPAN",
     "LocalLauncher",
     "ProgramAgent",
     "ProgramExit",

@@ -11,13 +11,14 @@ import inspect
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from agl_core.litagent import LitAgent
-from agl_core.program.launcher import LocalLauncher, ProgramExit, ProgramLaunch, ProgramLauncher
+from agl_core.program.launcher import LocalLauncher, ProgramExit, ProgramLaunch, ProgramLauncher, signal_name
 from agl_core.program.reward import read_reward_file, reward_from_stdout
 from agl_core.program.values import ProgramValueError, as_text, lookup, render
 from agl_core.program.workdir import AttemptFolder, make_attempt_folder, remove_attempt_folder
@@ -27,7 +28,14 @@ if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
     from agl_core.types import NamedResources, Rollout, Span
 
-__all__ = ["DUMMY_API_KEY", "ProgramAgent", "ProgramFailedError", "ProgramOutcome", "RewardHook"]
+__all__ = [
+    "DUMMY_API_KEY",
+    "PROGRAM_SPAN",
+    "ProgramAgent",
+    "ProgramFailedError",
+    "ProgramOutcome",
+    "RewardHook",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +44,10 @@ DUMMY_API_KEY = "agl-dummy-key"
 one; the agl proxy needs none unless it was started with a token)."""
 
 PROXY_REQUEST_SPAN = "agl.llm_proxy.request"
+PROGRAM_SPAN = "agl.program"
+"""The span that records one program run: ``agl.program.argv``, ``.exit_code`` or ``.signal``, ``.timed_out``,
+``.stdout_tail`` / ``.stderr_tail`` (bounded) and ``.stdout_bytes`` / ``.stderr_bytes``; status ERROR when it
+failed."""
 _KEY_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 _MINIMAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "USER", "SHELL", "TERM")
 
@@ -116,8 +128,8 @@ class ProgramAgent(LitAgent[Any]):
     (``timeout``, else the rollout's ``config.timeout_seconds``) that ends its whole process group; then
     the reward (below) and the attempt's status: exit code 0 (or one of ``ok_exit_codes``) succeeds, any
     other code or a signal fails the attempt with the reason and the end of stderr, a timeout makes it
-    ``timeout``. How it ended and the tails of stdout and stderr are kept in the attempt's metadata under
-    ``"program"``.
+    ``timeout``. How it ended and the tails of stdout and stderr are kept with the attempt as an
+    ``agl.program`` span (:data:`PROGRAM_SPAN`).
 
     Environment: the runner's (``inherit_env=True``) or only a few basics such as ``PATH`` and ``HOME``;
     then ``env``; then, for the rollout's LLM (the resource named ``llm``, or the only ``LLM`` of the
@@ -296,6 +308,7 @@ class ProgramAgent(LitAgent[Any]):
             env = self.environment(context, resources, rollout, folder, getattr(store, "url", None))
             timeout = self.timeout if self.timeout is not None else rollout.config.timeout_seconds
             launch = ProgramLaunch(argv, env, folder.work, stdin, timeout, self.tail_bytes)
+            started = time.time()
             try:
                 ended = await self.launcher.run(launch)
             except FileNotFoundError as exc:
@@ -304,7 +317,7 @@ class ProgramAgent(LitAgent[Any]):
                     "PATH (or give its absolute path).",
                     ProgramExit(None, None, False, "", str(exc), 0, 0, 0.0),
                 ) from exc
-            await self._record(store, rollout, argv, ended)
+            await self._record(store, rollout, argv, started, ended)
             if ended.timed_out:
                 raise AgentTimeoutError(
                     f"The program {argv[0]!r} ran longer than {timeout} s and was stopped."
@@ -338,27 +351,46 @@ class ProgramAgent(LitAgent[Any]):
         return store
 
     async def _record(
-        self, store: LightningStore, rollout: Rollout, argv: list[str], ended: ProgramExit
+        self, store: LightningStore, rollout: Rollout, argv: list[str], started: float, ended: ProgramExit
     ) -> None:
-        """Keep how the program ended, and its output tails, in the attempt's metadata (``"program"``)."""
+        """Store how the program ended, with its output tails, as the attempt's ``agl.program`` span."""
+        from agl_core.types import Span, SpanCoreFields, TraceStatus
+
         attempt = getattr(rollout, "attempt", None)
         if attempt is None:
             return
-        record = {
-            "argv": argv,
-            "returncode": ended.returncode,
-            "signal": ended.signal,
-            "timed_out": ended.timed_out,
-            "duration": round(ended.duration, 3),
-            "stdout_tail": ended.stdout_tail,
-            "stderr_tail": ended.stderr_tail,
-            "stdout_bytes": ended.stdout_bytes,
-            "stderr_bytes": ended.stderr_bytes,
+        attributes: dict[str, Any] = {
+            "agl.program.argv": argv,
+            "agl.program.timed_out": ended.timed_out,
+            "agl.program.stdout_tail": ended.stdout_tail,
+            "agl.program.stderr_tail": ended.stderr_tail,
+            "agl.program.stdout_bytes": ended.stdout_bytes,
+            "agl.program.stderr_bytes": ended.stderr_bytes,
         }
-        metadata = {**(attempt.metadata or {}), "program": record}
+        if ended.returncode is not None:
+            attributes["agl.program.exit_code"] = ended.returncode
+        if ended.signal is not None:
+            attributes["agl.program.signal"] = signal_name(ended.signal)
+        ok = ended.returncode in self.ok_exit_codes and not ended.timed_out
+        status = (
+            TraceStatus(status_code="OK")
+            if ok
+            else TraceStatus(status_code="ERROR", description=ended.describe())
+        )
+        core = SpanCoreFields(
+            name=PROGRAM_SPAN,
+            attributes=attributes,
+            start_time=started,
+            end_time=started + ended.duration,
+            status=status,
+        )
         try:
-            await store.update_attempt(rollout.rollout_id, attempt.attempt_id, metadata=metadata)
-        except Exception:
-            logger.exception(
-                "Rollout %s: could not record the program's exit on its attempt.", rollout.rollout_id
+            (sequence_id,) = await store.get_many_span_sequence_ids(
+                [(rollout.rollout_id, attempt.attempt_id)]
             )
+            span = Span.from_core_fields(
+                core, rollout_id=rollout.rollout_id, attempt_id=attempt.attempt_id, sequence_id=sequence_id
+            )
+            await store.add_many_spans([span])
+        except Exception:
+            logger.exception("Rollout %s: could not record the program's exit as a span.", rollout.rollout_id)

@@ -15,7 +15,7 @@ import pytest
 import agl_core as agl
 from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
-from agl_core.program import ProgramAgent, ProgramOutcome
+from agl_core.program import PROGRAM_SPAN, ProgramAgent, ProgramOutcome
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import PromptTemplate
@@ -54,6 +54,11 @@ async def _flush(proxy: LLMProxy) -> bool:
     return await proxy.flush(timeout=10)
 
 
+def program_span(spans: list[Any]) -> dict[str, Any]:
+    [span] = [s for s in spans if s.name == PROGRAM_SPAN]
+    return dict(span.attributes)
+
+
 def chat_agent(*extra: str, **options: Any) -> ProgramAgent:
     return ProgramAgent(
         [sys.executable, PROGRAM, "{input.question}", *extra],
@@ -79,9 +84,11 @@ def test_each_rollout_runs_the_program_once_and_records_its_calls_token_ids_and_
         assert triplets[0].response["token_ids"] == backend.tokenizer.encode(rollout.input["question"])
         assert triplets[0].prompt["token_ids"]
         assert find_final_reward(spans) == 1.0
-        program = run(store.query_attempts(rollout.rollout_id))[-1].metadata["program"]
-        assert program["returncode"] == 0 and program["stderr_tail"] == "thinking done\n"
-        assert program["stdout_tail"].strip() == '{"reward": 1.0}'
+        program = program_span(spans)
+        assert (
+            program["agl.program.exit_code"] == 0 and program["agl.program.stderr_tail"] == "thinking done\n"
+        )
+        assert program["agl.program.stdout_tail"].strip() == '{"reward": 1.0}'
 
 
 def test_the_program_sees_the_resources_the_ids_and_a_dummy_key(backend: FakeOpenAIServer) -> None:
@@ -140,7 +147,7 @@ def test_a_failing_exit_fails_the_attempt_with_the_code_and_stderr(backend: Fake
     message = error.attributes["exception.message"]
     assert "exited with code 3" in message and "thinking done" in message
     assert [s.name for s in spans].count("agl.llm_proxy.request") == 1  # the call is still recorded
-    assert run(store.query_attempts(rollout.rollout_id))[-1].metadata["program"]["returncode"] == 3
+    assert program_span(spans)["agl.program.exit_code"] == 3
 
 
 def test_ok_exit_codes_and_a_reward_hook_that_sees_the_folder_and_the_calls(
@@ -175,9 +182,9 @@ def test_a_timeout_ends_the_whole_process_group(backend: FakeOpenAIServer, tmp_p
     rollout = run(store.query_rollouts())[0]
     attempt = run(store.query_attempts(rollout.rollout_id))[-1]
     assert attempt.status == "timeout"
-    program = attempt.metadata["program"]
-    assert program["timed_out"] is True
-    child = int(__import__("json").loads(program["stdout_tail"].splitlines()[0])["child"])
+    program = program_span(run(store.query_spans(rollout.rollout_id, "latest")))
+    assert program["agl.program.timed_out"] is True
+    child = int(__import__("json").loads(program["agl.program.stdout_tail"].splitlines()[0])["child"])
     for _ in range(200):  # bounded: the child was SIGKILLed with its group; wait until it is reaped
         try:
             os.kill(child, 0)
