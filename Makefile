@@ -40,7 +40,7 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real test-harnesses
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real
 
 test-core: venv
 	$(PY) -m pytest -q
@@ -152,6 +152,25 @@ bench-dashboard: .venv-dashboard/.installed
 test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
 	$(call prune_venv,.venv-agents)
+
+# --- examples/programs (issue 33): agents that are programs -- a TypeScript agent on the openai npm package and
+# real agent CLIs from the registries -- trained unchanged through ProgramAgent and the proxy, offline against
+# the local fake model. npm packages go into each example's node_modules (ignored), Python CLIs into their own
+# venv; AGL_PROGRAMS_REQUIRED=1 turns "not installed" skips into failures.
+.PHONY: test-programs
+PROGRAMS_TS := examples/programs/typescript
+$(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
+	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
+
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt
+	$(PYTHON) -m venv .venv-programs
+	.venv-programs/bin/python -m pip install -q --upgrade pip
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -r examples/programs/requirements.txt
+	@touch $@
+
+test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js
+	AGL_PROGRAMS_REQUIRED=1 PATH="$(CURDIR)/.venv-programs/bin:$$PATH" .venv-programs/bin/python -m pytest -q examples/programs/tests
+	$(call prune_venv,.venv-programs)
 
 # --- docs (issue 26): the documentation site (MkDocs + Material + mkdocstrings), built with --strict into
 # build/site; generated pages come from tools/docs_site.py. No network at build time (no web fonts, no
