@@ -80,9 +80,7 @@ format: venv
 
 bench: venv
 	$(PY) bench/import_bench.py
-	$(PY) bench/store_bench.py --store memory
-	$(PY) bench/store_bench.py --store sqlite
-	$(PY) bench/store_bench.py --store http
+	$(PY) bench/rollout_life.py
 	$(PY) bench/tracer_bench.py
 	$(PY) bench/proxy_bench.py
 	$(PY) bench/loop_bench.py
