@@ -8,11 +8,9 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
-from agl_core.cli.legacy_cmds import legacy_store_options, run_legacy_store
 from agl_core.cli.store_inspect import add_inspection_commands
 
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
@@ -21,16 +19,47 @@ DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 """The store ``agl store serve`` opens when ``--store`` is not given (relative to the current directory)."""
 
 
-@click.group(name="store", invoke_without_command=True)
-@legacy_store_options
+def _legacy_store_command() -> click.Command:
+    """Agent Lightning 0.3's ``agl store [--port N ...]`` (no subcommand), from the agl-legacy plugin."""
+    import importlib
+
+    try:
+        legacy_cli = importlib.import_module("agl_legacy.cli")  # a plugin: never a static import of the core
+    except ImportError as exc:
+        raise click.UsageError(
+            f"`agl store` without a subcommand is Agent Lightning 0.3's form: pip install agl-legacy "
+            f"({exc}); or serve with `agl store serve --port N`."
+        ) from exc
+    command: click.Command = legacy_cli.legacy_store_command
+    return command
+
+
+class _StoreGroup(click.Group):
+    """``agl store``: options before any subcommand are 0.3's form, handed to agl-legacy's command."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0].startswith("-"):
+            return "store", _legacy_store_command(), args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    name="store",
+    cls=_StoreGroup,
+    invoke_without_command=True,
+    context_settings={"ignore_unknown_options": True},
+)
 @click.pass_context
-def store_group(ctx: click.Context, /, **legacy_options: Any) -> None:
+def store_group(ctx: click.Context, /) -> None:
     """Run and inspect the LightningStore server.
 
-    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``).
+    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``,
+    from the agl-legacy plugin).
     """
     if ctx.invoked_subcommand is None:
-        run_legacy_store(ctx, **legacy_options)
+        ctx.invoke(_legacy_store_command())
 
 
 add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)

@@ -1,4 +1,4 @@
-"""Agent Lightning 0.3's MongoDB collections: `agl_core.store.collection`'s interfaces on pymongo.
+"""Agent Lightning 0.3's MongoDB collections: `agl_legacy.collection`'s interfaces on pymongo.
 
 `MongoLightningCollections` holds the state of a `CollectionBasedLightningStore` in seven MongoDB
 collections (``rollouts``, ``attempts``, ``spans``, ``resources``, ``workers``, ``rollout_queue``,
@@ -10,6 +10,7 @@ server; an `atomic()` block is serialized with the other blocks of this process 
 ``generic`` blocks) but not with other processes; ``execute(callback, commit=True)`` runs the callback in
 a MongoDB transaction (pymongo's ``with_transaction``, which retries transient errors), which needs a
 replica set. For many processes on a plain server, use agl-mongo's `MongoLightningStore` instead.
+Needs pymongo (``pip install 'agl-legacy[mongo]'``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,6 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError, DuplicateKeyError, OperationFailure
 from pymongo.read_concern import ReadConcern
 
-from agl_core.store.collection import Collection, KeyValue, LightningCollections, Queue
-from agl_core.store.collection.base import (
-    AtomicLabels,
-    AtomicMode,
-    DuplicatedPrimaryKeyError,
-    ensure_numeric,
-    normalize_filter_options,
-    resolve_sort_options,
-)
 from agl_core.types import (
     Attempt,
     FilterOptions,
@@ -47,6 +39,15 @@ from agl_core.types import (
     Span,
     Worker,
 )
+from agl_legacy.collection import Collection, KeyValue, LightningCollections, Queue
+from agl_legacy.collection.base import (
+    AtomicLabels,
+    AtomicMode,
+    DuplicatedPrimaryKeyError,
+    ensure_numeric,
+    normalize_filter_options,
+    resolve_sort_options,
+)
 
 __all__ = [
     "MongoBasedCollection",
@@ -54,6 +55,7 @@ __all__ = [
     "MongoBasedQueue",
     "MongoClientPool",
     "MongoLightningCollections",
+    "resolve_mongo_error_type",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -713,3 +715,23 @@ class MongoLightningCollections(LightningCollections):
                 write_concern=write_concern,
                 read_preference=ReadPreference.PRIMARY,
             )
+
+
+def _is_pymongo(exc: BaseException, class_name: str) -> bool:
+    return any(
+        cls.__name__ == class_name and cls.__module__.startswith("pymongo") for cls in type(exc).__mro__
+    )
+
+
+def resolve_mongo_error_type(exc: BaseException | None) -> str | None:
+    """The metrics label of a pymongo error (``-Transient`` for transient transaction errors), else None.
+
+    Matches the error's classes by name and module, so any pymongo version's errors are recognised.
+    """
+    if exc is None or not _is_pymongo(exc, "PyMongoError"):
+        return None
+    has_label = getattr(exc, "has_error_label", None)
+    suffix = "-Transient" if callable(has_label) and has_label("TransientTransactionError") else ""
+    if _is_pymongo(exc, "OperationFailure"):
+        return f"OperationFailure-{getattr(exc, 'code', None)}{suffix}"
+    return f"{type(exc).__name__}{suffix}"

@@ -20,6 +20,7 @@ import click
 
 __all__ = [
     "agentops_command",
+    "legacy_store_command",
     "legacy_store_options",
     "prometheus_command",
     "run_legacy_store",
@@ -75,6 +76,14 @@ def run_legacy_store(ctx: click.Context, **options: Any) -> None:
         max_body_bytes=32 * 1024 * 1024,
         log_level=options["legacy_log_level"],
     )
+
+
+@click.command(name="store")
+@legacy_store_options
+@click.pass_context
+def legacy_store_command(ctx: click.Context, /, **options: Any) -> None:
+    """Serve a store with 0.3's options (``agl store --port 4747``), as ``agl store serve`` does."""
+    run_legacy_store(ctx, **options)
 
 
 @click.command(name="vllm", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

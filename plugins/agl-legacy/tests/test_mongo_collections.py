@@ -28,8 +28,8 @@ def _worker(worker_id: str, status: str = "idle", **fields: Any) -> agl.Worker:
     return agl.Worker(worker_id=worker_id, status=status, **fields)  # type: ignore[arg-type]
 
 
-async def test_names_resolve_to_agl_mongo() -> None:
-    from agl_mongo import collections
+async def test_names_resolve_to_agl_legacy() -> None:
+    from agl_legacy.collection import mongo as collections
 
     assert MongoLightningCollections is collections.MongoLightningCollections
     assert MongoClientPool is collections.MongoClientPool
