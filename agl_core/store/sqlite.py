@@ -15,7 +15,7 @@ Design:
 - **Several processes** may open the same file: every write transaction starts with ``BEGIN
   IMMEDIATE`` (waiting up to ``busy_timeout`` seconds for the lock), and every decision (queue claims,
   statuses, attempt and span sequence ids) is read and written inside that transaction. Nothing mutable
-  is cached in memory between transactions; only decoded spans are, because stored spans never change.
+  is cached in memory between transactions.
 - **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
   open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
 - **Semantics** come from `agl_core.store.logic`, as in `InMemoryLightningStore`; filters, sorting
@@ -170,9 +170,6 @@ class SqliteLightningStore(LightningStore):
         self.busy_timeout: float = float(busy_timeout)
         ops = SqliteOps(clock)
         self._ops = ops
-        # a read-only store serves inspection commands, which read each span once: a small cache keeps
-        # their memory flat (`agl store export` on a store of any size)
-        self._span_cache = spans_ops.SpanCache(500) if read_only else spans_ops.SpanCache()
         self._waiters = WaiterRegistry()
 
         busy = self.busy_timeout
@@ -461,21 +458,9 @@ class SqliteLightningStore(LightningStore):
         """See `LightningStore.query_spans`."""
         rollout_id, attempt_id = query.rollout_id, query.attempt_id
         limit, offset = query.limit, query.offset
-        if (
-            attempt_id is None
-            and not where.conditions
-            and query.sort_by == "sequence_id"
-            and query.sort_order == "asc"
-            and limit == -1
-            and offset == 0
-        ):  # the hot call (every span of a rollout, in order): one fixed statement
-            return await self._call(
-                spans_ops.rollout_spans, (self._ops, self._span_cache, rollout_id), READ, guarded=True
-            )
         normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         args = (
             self._ops,
-            self._span_cache,
             rollout_id,
             attempt_id,
             normalized,
