@@ -93,6 +93,7 @@ class Run:
     triplets: int
     doctor_errors: list[str]
     doctor_codes: list[str]
+    default_doctor_codes: list[str]
     output_tail: str
 
 
@@ -156,6 +157,7 @@ async def _run(
         if prompt_ids == expected and response_ids and rig.fake.tokenizer.decode(response_ids):
             exact += 1
     doctor = await diagnose_rollout(rig.store, attempted.rollout_id, adapter="proxy-triplet")
+    default = await diagnose_rollout(rig.store, attempted.rollout_id)  # `agl doctor`'s default adapter
     return Run(
         harness,
         "tool" if task == TOOL_TASK else "plain",
@@ -166,6 +168,7 @@ async def _run(
         len(doctor.report.triplets),
         [p.code for p in doctor.report.problems if p.severity == "error"],
         doctor.report.codes(),
+        default.report.codes(),
         output.decode(errors="replace")[-1500:],
     )
 
