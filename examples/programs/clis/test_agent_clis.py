@@ -263,3 +263,25 @@ async def test_llm_records_every_call_with_exact_token_ids(
             "tool_call_id": None,
             "content": "42",
         }
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+async def test_the_cli_behaves_the_same_straight_to_the_model_server(
+    clis: Path, rig: Rig, tmp_path: Path, harness: str
+) -> None:
+    """Baseline: the same tool task against the fake model directly makes the same calls, same answer."""
+    base = rig.fake.base_url
+    if harness == "claude-code":
+        argv = [*claude_command(clis), "-p", TOOL_TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        env = claude_env(tmp_path / "direct", base.removesuffix("/v1"))
+    else:
+        argv = [*codex_command(clis), "exec", "--skip-git-repo-check", TOOL_TASK]
+        env = codex_env(tmp_path / "direct", base)
+    before = len(rig.fake.requests)
+    done = await asyncio.create_subprocess_exec(
+        *argv, cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await asyncio.wait_for(done.communicate(), RUN_TIMEOUT_S)
+    direct = [r.path for r in rig.fake.requests[before:]]
+    assert done.returncode == 0 and TOOL_REPLY in output.decode(errors="replace")
+    assert len(direct) == 2 and all(path.endswith(("/messages", "/responses")) for path in direct)
