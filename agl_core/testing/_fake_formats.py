@@ -86,7 +86,8 @@ def declared_tools(body: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], s
                 found[_flat_name(tool.get("name"), namespace)] = (tool, namespace)
 
     add(body.get("tools"), None)
-    for item in body.get("input") if isinstance(body.get("input"), list) else ():
+    items = body.get("input")
+    for item in items if isinstance(items, list) else ():
         if isinstance(item, dict) and item.get("type") == "additional_tools":
             add(item.get("tools"), None)
     return found
