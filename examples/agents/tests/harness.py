@@ -146,7 +146,7 @@ def check_run(
             assert sample["messages"][-1]["role"] == "assistant"
             assert sorted(_tool_names(sample["tools"] or [])) in ([], sorted(tools)), sample["tools"]
             roles = {m["role"] for m in sample["messages"]}
-            assert roles <= {"system", "user", "assistant", "tool"}, f"{where}: roles {roles}"
+            assert roles <= {"system", "developer", "user", "assistant", "tool"}, f"{where}: roles {roles}"
         if tools_recorded:
             assert sorted(_tool_names(record.samples[0]["tools"] or [])) == sorted(
                 tools
