@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from agl_core.adapter.genai import (
     completion_messages,
+    is_proxy_llm_span,
     prompt_messages,
     prompt_token_ids,
     response_token_ids,
@@ -24,6 +25,9 @@ from agl_core.adapter.genai import (
 )
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
+from agl_core.semconv import AGL_LLM_REFUSED as PROXY_REFUSED
+from agl_core.semconv import AGL_LLM_REQUEST_DROPPED as PROXY_REQUEST_DROPPED
+from agl_core.semconv import AGL_LLM_SIDE_CALL as PROXY_SIDE_CALL
 from agl_core.semconv import AGL_LLM_TOKEN_IDS_MISSING
 from agl_core.types import Span, Triplet
 
@@ -43,10 +47,11 @@ Severity = Literal["error", "warning", "info"]
 """``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
 DropReason = Literal[
-    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined"
+    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined", "side_call"
 ]
 """Why an LLM-call span produced no triplet. ``duplicate`` / ``nested``: the same path recorded the call
-twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read."""
+twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read;
+``side_call``: the proxy marked it a harness side call."""
 
 _LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
 _FIX_TOKEN_IDS = (
@@ -296,6 +301,11 @@ def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
             "instrumentations traced each call. Each call was used once, from its record with token ids "
             "(else response id).",
         ),
+        "side_call": (
+            "side_calls",
+            "{n} LLM calls are harness side calls (marked agl.llm.side_call by the proxy, e.g. a session "
+            "title) and were left out.",
+        ),
         "not_joined": (
             "proxy_calls_not_joined",
             "{n} proxy-recorded calls have no tracer span with the same response id, so agent_match cannot "
@@ -349,7 +359,9 @@ def _recorded_missing_id_reasons(spans: Sequence[Span], span_ids: set[str]) -> l
 
 def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) -> list[Problem]:
     problems: list[Problem] = []
-    no_ids = [d for d in record.dropped if d.reason == "no_token_ids"]
+    no_ids = [
+        d for d in record.dropped if d.reason == "no_token_ids" and not d.span.attributes.get(PROXY_REFUSED)
+    ]
     missing = [s for s in summaries if s.prompt_tokens == 0 or s.response_tokens == 0]
     if missing or no_ids:
         kinds = {"prompt" for s in missing if s.prompt_tokens == 0}
@@ -543,6 +555,72 @@ def _continuity_problems(triplets: Sequence[Triplet]) -> list[Problem]:
     return problems
 
 
+def _conversations(spans: Sequence[Span]) -> int:
+    """Distinct conversations among the proxy-recorded calls with prompt ids (side calls excluded): a call
+    whose prompt starts with an earlier call's prompt continues that call's conversation."""
+    heads: list[list[int]] = []
+    calls = [
+        s
+        for s in spans
+        if is_proxy_llm_span(s) and s.attributes.get(PROXY_SIDE_CALL) is None and prompt_token_ids(s)
+    ]
+    for span in sorted(calls, key=lambda s: s.sequence_id):
+        prompt = prompt_token_ids(span) or []
+        for index, head in enumerate(heads):
+            if prompt[: len(head)] == head:
+                heads[index] = prompt
+                break
+        else:
+            heads.append(prompt)
+    return len(heads)
+
+
+def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
+    """What the LLM proxy recorded about its own handling: refusals, dropped fields, conversations."""
+    problems: list[Problem] = []
+    refused = [s for s in spans if s.attributes.get(PROXY_REFUSED)]
+    if refused:
+        reasons = Counter(
+            f"HTTP {s.attributes.get('http.response.status_code')}: {s.status.description or 'no reason'}"
+            for s in refused
+        )
+        shown = "; ".join(f"{reason} (x{n})" for reason, n in reasons.most_common(3))
+        problems.append(
+            Problem(
+                code="proxy_refused",
+                severity="error",
+                message=f"The LLM proxy refused {len(refused)} request(s) of this rollout: {shown}.",
+                fix="The agent's calls do reach the proxy; change the request (or the proxy's options, "
+                "see docs/llm-proxy.md) so that the proxy can translate it.",
+                span_ids=[s.span_id for s in refused],
+            )
+        )
+    dropped = Counter(str(field) for s in spans for field in (s.attributes.get(PROXY_REQUEST_DROPPED) or ()))
+    if dropped:
+        shown = ", ".join(f"{name} (x{n})" for name, n in dropped.most_common(8))
+        problems.append(
+            Problem(
+                code="proxy_dropped_fields",
+                severity="info",
+                message=f"The LLM proxy did not carry these request fields to the chat backend: {shown}.",
+                fix="Each span lists them in agl.llm.request.dropped; docs/llm-proxy.md says what they mean.",
+            )
+        )
+    conversations = _conversations([s for s in spans if not s.attributes.get(PROXY_REFUSED)])
+    if conversations > 1:
+        problems.append(
+            Problem(
+                code="several_conversations",
+                severity="info",
+                message=f"The LLM calls of this rollout form {conversations} distinct conversations (a call "
+                "whose prompt does not start with an earlier call's prompt starts a new one): sub-agents or "
+                "harness side calls.",
+                fix="If some are side calls, mark them: `agl proxy serve --side-call-model PATTERN`.",
+            )
+        )
+    return problems
+
+
 def build_report(record: AdaptRecord) -> AdapterReport:
     """Turn an adapter run into its report (counts, triplet summaries, problems with fixes)."""
     summaries = _summaries(record.triplets)
@@ -581,6 +659,7 @@ def build_report(record: AdaptRecord) -> AdapterReport:
     elif llm_count == 0 and not record.extra_problems:
         problems.append(_no_llm_problem(record))
     problems += record.extra_problems
+    problems += proxy_problems(record.spans)
     repeats = {d.span.span_id for d in record.dropped if d.reason in ("nested", "duplicate", "merged")}
     problems += _unreadable_problems([s for s in llm_spans or [] if s.span_id not in repeats])
     problems += _drop_problems(record, llm_count)

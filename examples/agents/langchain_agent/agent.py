@@ -14,7 +14,7 @@ def multiply(a: int, b: int) -> int:
 
 
 def answer_question(question: str, *, model: str, base_url: str, api_key: str, stream: bool = False) -> str:
-    """Run the agent on ``question``; with ``stream`` the model streams (``stream_mode="messages"``)."""
+    """Run the agent on ``question``; ``stream`` streams the model's tokens (``stream_mode="messages"``)."""
     agent = create_agent(
         model=ChatOpenAI(model=model, base_url=base_url, api_key=api_key, max_retries=1),
         tools=[multiply],
