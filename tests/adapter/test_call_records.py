@@ -158,8 +158,9 @@ def test_doctor_names_otel_sdk_disabled_when_no_llm_call_was_recorded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """CrewAI's telemetry opt-out switches every OpenTelemetry provider the application builds off."""
-    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     b = TraceBuilder()
     b.reward(1, 1.0)
-    problem = TracerTraceToTriplet().diagnose(b.spans()).get("no_llm_spans")
+    spans = b.spans()
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    problem = TracerTraceToTriplet().diagnose(spans).get("no_llm_spans")
     assert problem is not None and "OTEL_SDK_DISABLED=true" in problem.message
