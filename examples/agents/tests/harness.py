@@ -192,10 +192,17 @@ def capture_summary(run: AgentRun) -> dict[str, Any]:
         }
         for key, present in fields.items():
             seen[key] = seen.get(key, True) and present
+    report = record.doctor.report
     return {
         "path": run.path,
+        "status": record.rollout.status,
         "model_calls_per_rollout": run.model_calls // len(run.tasks),
+        "calls_recorded": report.llm_span_count,
         "triplets_per_rollout": len(record.triplets),
+        "samples_per_rollout": len(record.samples),
+        "triplets_with_token_ids": sum(
+            bool(t.prompt["token_ids"] and t.response["token_ids"]) for t in record.triplets
+        ),
         "llm_spans": by_name,
         "doctor_ok": record.doctor.report.ok,
         "doctor_problems": record.doctor.report.codes(),
