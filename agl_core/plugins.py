@@ -25,7 +25,6 @@ import difflib
 import inspect
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -40,7 +39,14 @@ import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_BASES, COMPONENT_KINDS, Registry, RegistryEntry, kind_plural
+from agl_core.registry import (
+    COMPONENT_BASES,
+    COMPONENT_KINDS,
+    Registry,
+    RegistryEntry,
+    declared_install,
+    kind_plural,
+)
 
 if TYPE_CHECKING:
     import click
@@ -150,44 +156,12 @@ TRACEBACK_HINT = "`agl --debug plugins list` prints the traceback"
 """How a user sees a failed plugin's traceback (the CLI's hint texts end with it)."""
 
 
-def _declared_requirement(distribution: str | None, module: str) -> str | None:
-    """What to ``pip install`` for ``module`` according to ``distribution``'s own requirements.
-
-    A requirement named like the module (``verl`` for ``import verl``); when it belongs to one of the
-    distribution's extras, the extra (``agl-verl[train]``) instead, so the plugin's pins apply.
-    """
-    if not distribution:
-        return None
-    from importlib.metadata import PackageNotFoundError, requires
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        declared = requires(distribution) or []
-    except PackageNotFoundError:
-        return None
-    wanted = re.sub(r"[-_.]+", "-", module).lower()
-    for text in declared:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if re.sub(r"[-_.]+", "-", requirement.name).lower() != wanted:
-            continue
-        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
-        if extra:
-            return f"{distribution}[{extra.group(1)}]"
-        requirement.marker = None
-        return str(requirement)
-    return None
-
-
 def _install_hint(exc: BaseException, distribution: str | None) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         if top == (distribution or "").replace("-", "_"):
             return f"reinstall {distribution}; {TRACEBACK_HINT}"
-        declared = _declared_requirement(distribution, top)
+        declared = declared_install(distribution, top)
         if declared is not None:
             fix = f"pip install '{declared}'"
         else:

@@ -50,6 +50,8 @@ FIRST_PARTY_PLUGINS: Mapping[tuple[str, str], str] = {
     ("store", "mongo"): "agl-mongo",
     ("tracer", "agentops"): "agl-agentops",
     ("strategy", "ray"): "agl-ray",
+    ("store", "postgres"): "agl-postgres",
+    ("tracer", "weave"): "agl-weave",
 }
 """Names provided by first-party plugins, so a missing one gets an install hint.
 
@@ -57,7 +59,12 @@ The plugin manager seeds every registry with these; a plugin extends the hints w
 :meth:`Registry.add_install_hint`.
 """
 
-FIRST_PARTY_SCHEMES: Mapping[str, str] = {"mongodb": "agl-mongo", "mongodb+srv": "agl-mongo"}
+FIRST_PARTY_SCHEMES: Mapping[str, str] = {
+    "mongodb": "agl-mongo",
+    "mongodb+srv": "agl-mongo",
+    "postgresql": "agl-postgres",
+    "postgres": "agl-postgres",
+}
 """Store URI schemes provided by first-party plugins (seeded like :data:`FIRST_PARTY_PLUGINS`)."""
 
 COMPONENT_BASES: Mapping[str, str] = {
@@ -113,6 +120,54 @@ def missing_requirements(requires: tuple[str, ...]) -> tuple[str, ...]:
         if req.specifier and not req.specifier.contains(installed, prereleases=True):
             missing.append(f"{text} (found {installed})")
     return tuple(missing)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_install(distribution: str | None, name: str) -> str | None:
+    """What to ``pip install`` to get the package ``name`` as ``distribution`` itself declares it.
+
+    ``"agl-verl[verl]"`` when ``name`` is a requirement of one of the distribution's extras (so the
+    plugin's own pins apply), the requirement (``"pymongo<5,>=4.10"``) when it is a plain dependency,
+    None when the distribution is not installed or does not name it. Read from metadata; nothing is imported.
+    """
+    if not distribution:
+        return None
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        declared = requires(distribution) or []
+    except PackageNotFoundError:
+        return None
+    for text in declared:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if _canonical(requirement.name) != _canonical(name):
+            continue
+        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
+        if extra:
+            return f"{distribution}[{extra.group(1)}]"
+        requirement.marker = None
+        return str(requirement)
+    return None
+
+
+def install_command(distribution: str | None, missing: Sequence[str]) -> str:
+    """``pip install ...`` for unmet requirement strings, through ``distribution``'s extras if it has them."""
+    targets: list[str] = []
+    for text in missing:
+        requirement = text.split(" (")[0]
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+        target = declared_install(distribution, name) or requirement
+        if target not in targets:
+            targets.append(target)
+    return "pip install " + " ".join(repr(t) for t in targets)
 
 
 def import_target(target: str) -> Any:
@@ -201,7 +256,7 @@ class RegistryEntry(Generic[T]):
             raise MissingRequirementError(
                 f"{self.kind} {self.name!r} (from {self.distribution or self.plugin}) needs "
                 f"{', '.join(missing)}, which is not installed. "
-                f"Install it, e.g.: pip install {' '.join(repr(m.split(' (')[0]) for m in missing)}"
+                f"Install it, e.g.: {install_command(self.distribution, missing)}"
             )
         try:
             self._loaded = import_target(self.target)
