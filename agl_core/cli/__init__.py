@@ -64,9 +64,9 @@ class AglGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError as exc:
             note = self.manager.failure_note(args[0]) if args else None
-            if note is not None:
-                exc.message = f"{exc.message} {note}"
-            raise
+            if note is None:
+                raise
+            raise click.UsageError(f"{exc.format_message()} {note}", ctx=exc.ctx) from exc
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Name the installed plugins whose commands are not loaded yet (without importing them)."""
