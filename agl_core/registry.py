@@ -143,6 +143,8 @@ def declared_install(distribution: str | None, name: str) -> str | None:
         declared = requires(distribution) or []
     except PackageNotFoundError:
         return None
+    extras: list[str] = []
+    plain: str | None = None
     for text in declared:
         try:
             requirement = Requirement(text)
@@ -152,10 +154,20 @@ def declared_install(distribution: str | None, name: str) -> str | None:
             continue
         extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
         if extra:
-            return f"{distribution}[{extra.group(1)}]"
-        requirement.marker = None
-        return str(requirement)
-    return None
+            extras.append(extra.group(1))
+        elif plain is None:
+            requirement.marker = None
+            plain = str(requirement)
+    # the extra named after the package, else the first one that is not for the plugin's own tests
+    chosen = [e for e in extras if _canonical(e) == _canonical(name)] or [
+        e for e in extras if e not in _TEST_EXTRAS
+    ]
+    if chosen:
+        return f"{distribution}[{chosen[0]}]"
+    return plain
+
+
+_TEST_EXTRAS = frozenset({"test", "tests", "testing", "dev"})
 
 
 def install_command(distribution: str | None, missing: Sequence[str]) -> str:

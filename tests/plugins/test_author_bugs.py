@@ -166,3 +166,13 @@ def test_testing_helpers_work_without_pytest_and_the_fixture_names_the_extra() -
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "pip install 'agl-core[testing]'" in done.stdout
+
+
+def test_install_hints_go_through_the_distributions_own_extras() -> None:
+    from agl_core.registry import declared_install, install_command
+
+    assert declared_install("agl-core", "openai") == "agl-core[openai]"  # an extra, with its pins
+    assert declared_install("agl-core", "pluggy") == "pluggy>=1.5"  # a plain dependency
+    assert declared_install("agl-core", "no-such-package") is None
+    assert declared_install("agl-not-installed", "openai") is None
+    assert install_command("agl-core", ["openai>=1.26 (found 0.1)"]) == "pip install 'agl-core[openai]'"
