@@ -52,19 +52,17 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
         "agl_core.cli.runner_cmd:runner_command",
         "Run agent runners against a store served elsewhere, until Ctrl-C.",
     ),
-    "store": ("agl_core.cli.store_cmd:store_group", "Run and inspect the LightningStore server."),
-    # Agent Lightning 0.3's commands
-    "vllm": (
-        "agl_core.cli.legacy_cmds:vllm_command",
-        "Run vLLM's own command line, as Agent Lightning 0.3 did: 'agl vllm serve MODEL'.",
+    "store": (
+        "agl_core.cli.store_cmd:store_group",
+        "Run and inspect the LightningStore server.",
+    ),  # 0.3's forms: agl-legacy
+    "rollout": (
+        "agl_core.cli.rollout_cmd:rollout_group",
+        "Create rollouts for agents that run outside agl (a CLI, a program in another language).",
     ),
-    "prometheus": (
-        "agl_core.cli.legacy_cmds:prometheus_command",
-        "Agent Lightning 0.3's separate Prometheus exporter; agl's servers export their own (prints where).",
-    ),
-    "agentops": (
-        "agl_core.cli.legacy_cmds:agentops_command",
-        "Agent Lightning 0.3 listed this command but had removed it; prints what to use.",
+    "reward": (
+        "agl_core.cli.reward_cmd:reward_command",
+        "Report VALUE as the reward of the current rollout (a program agent's, or one named by ids).",
     ),
 }
 """Built-in subcommands: name -> (``module:attr`` of the click command, its short help in ``agl --help``)."""

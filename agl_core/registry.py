@@ -549,6 +549,17 @@ class Registry(Generic[T]):
         """Load the class or factory registered under ``name``."""
         return self.get(name).load()
 
+    def create_named(self, name: str, /, *, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> T:
+        """Build the component registered under ``name`` (or an alias), and nothing else.
+
+        Never an import path, a URI or a callable: the one way a network request (a URL, a body) picks a
+        component, so that no request can make the process import or call code it names.
+
+        Raises:
+            UnknownComponentError: ``name`` is not registered (the message lists the registered names).
+        """
+        return self._check(instantiate(self.resolve(name), kwargs, defaults), name)
+
     def create(
         self,
         spec: Any,
