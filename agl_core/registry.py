@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from agl_core.errors import (
     ComponentSpecError,
@@ -29,6 +29,14 @@ from agl_core.errors import (
     PluginConflictError,
     UnknownComponentError,
 )
+
+if TYPE_CHECKING:
+    from agl_core.adapter.base import Adapter
+    from agl_core.algorithm.base import Algorithm
+    from agl_core.execution.base import ExecutionStrategy
+    from agl_core.runner.base import Runner
+    from agl_core.store.base import LightningStore
+    from agl_core.tracer.base import Tracer
 
 T = TypeVar("T")
 
@@ -673,3 +681,36 @@ class Registry(Generic[T]):
                 f"{self.base.__name__}."
             )
         return cast("T", obj)
+
+
+@dataclass(frozen=True)
+class Registries:
+    """One :class:`Registry` per component kind, typed by kind: ``registries.store`` builds LightningStores.
+
+    Code that names its kind uses the attribute; code that holds a kind as data (a hook name, a CLI
+    argument) uses :meth:`of_kind`.
+    """
+
+    algorithm: Registry[Algorithm]
+    runner: Registry[Runner[Any]]
+    tracer: Registry[Tracer]
+    adapter: Registry[Adapter[Any, Any]]
+    store: Registry[LightningStore]
+    strategy: Registry[ExecutionStrategy]
+
+    def of_kind(self, kind: str) -> Registry[Any]:
+        """The registry of ``kind`` (``"algorithm"``, ``"store"``, ...).
+
+        Raises:
+            ValueError: ``kind`` is not one of :data:`COMPONENT_KINDS`.
+        """
+        if kind not in COMPONENT_KINDS:
+            raise ValueError(
+                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
+            )
+        registry: Registry[Any] = getattr(self, kind)
+        return registry
+
+    def all(self) -> list[Registry[Any]]:
+        """Every registry, in :data:`COMPONENT_KINDS` order."""
+        return [self.of_kind(kind) for kind in COMPONENT_KINDS]

@@ -185,7 +185,7 @@ def check_plugins(ctx: click.Context) -> None:
     plugins = [r for r in records if not r.builtin]
     ok = sum(1 for r in plugins if r.status == "ok")
     disabled = sum(1 for r in plugins if r.status == "disabled")
-    components = sum(len(registry) for registry in manager.registries.values())
+    components = sum(len(registry) for registry in manager.registries.all())
     if problems:
         click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
         raise SystemExit(1)

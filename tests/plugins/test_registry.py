@@ -218,3 +218,18 @@ def test_install_hints_are_data_a_plugin_extends() -> None:
         stores.add_install_hint("redis", "agl-redis", schemes=["redis", "rediss"])
     with pytest.raises(UnknownComponentError, match="comes from agl-redis: pip install agl-redis"):
         stores.open_uri("rediss://h")
+
+
+def test_registries_are_typed_attributes_one_per_kind() -> None:
+    import dataclasses
+
+    from agl_core.plugins import PluginManager
+    from agl_core.registry import COMPONENT_KINDS
+
+    manager = PluginManager(strict=False)
+    registries = manager.registries
+    assert tuple(f.name for f in dataclasses.fields(registries)) == COMPONENT_KINDS
+    assert [r.kind for r in registries.all()] == list(COMPONENT_KINDS)
+    assert registries.store is manager.registry("store") and "sqlite" in registries.store
+    with pytest.raises(ValueError, match="Unknown component kind 'stores'"):
+        manager.registry("stores")
