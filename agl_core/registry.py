@@ -7,7 +7,7 @@ A target is a ``"module:attr"`` string, imported only on first use, or a callabl
 
 This is the one place a spec becomes a component: ``Trainer``, the ``agl`` command line,
 :func:`agl_core.store.open_store` and Agent Lightning 0.3's ``build_component`` all call
-:meth:`Registry.create` (or :meth:`Registry.open_uri` for a store URI). Each registry knows the base
+:meth:`Registry.create` (a store URI included: its scheme is parsed there, once). Each registry knows the base
 class of its kind (``Registry[type[Algorithm]]`` builds ``Algorithm`` instances) and checks what it builds.
 """
 
@@ -94,8 +94,8 @@ _URI_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 def uri_scheme(text: str) -> str | None:
     """The lower-cased scheme of a URI (``"sqlite"`` for ``sqlite:///x.db``); None when it has none.
 
-    The one parser of store URIs (RFC 3986 scheme syntax): :meth:`Registry.create`,
-    :meth:`Registry.open_uri` and :func:`agl_core.store.parse_store_uri` all use it.
+    The one parser of store URIs (RFC 3986 scheme syntax): :meth:`Registry.create` and
+    :func:`agl_core.store.parse_store_uri` use it.
     """
     match = _URI_SCHEME_RE.match(text)
     return match.group(1).lower() if match is not None else None
@@ -598,9 +598,10 @@ class Registry(Generic[T]):
                 )
             return cast("T", spec)
         if isinstance(spec, str):
-            factory, uri = self._factory_from_string(spec)
-            if uri is not None:
-                return self.open_uri(uri, **kwargs)
+            factory, is_uri = self._factory_from_string(spec)
+            if is_uri:  # a store URI: the store's from_uri opens it (a plain factory is called with it)
+                opener: Any = getattr(factory, "from_uri", None) or factory
+                return self._check(opener(spec, **kwargs), spec)
             return self._check(instantiate(factory, kwargs, defaults), spec)
         if isinstance(spec, Mapping):
             spec_kwargs = dict(spec)
@@ -628,42 +629,25 @@ class Registry(Generic[T]):
             "a class or a factory."
         )
 
-    def open_uri(self, uri: str, **kwargs: Any) -> T:
-        """Open the component a URI names (stores): the ``from_uri`` of the entry owning its scheme.
-
-        An entry without ``from_uri`` is called with the URI. ``kwargs`` go to the call.
-
-        Raises:
-            ComponentSpecError: ``uri`` has no scheme, or the result is not of this registry's base type.
-            UnknownComponentError: no entry opens the scheme (with the known schemes and an install hint).
-        """
-        scheme = uri_scheme(uri)
-        if scheme is None:
-            raise ComponentSpecError(f"{self.kind} URI {uri!r} has no scheme (expected 'scheme:...').")
-        factory: Any = self.scheme_entry(scheme).load()
-        opener = getattr(factory, "from_uri", None)
-        return self._check(opener(uri, **kwargs) if opener is not None else factory(uri, **kwargs), uri)
-
-    def _factory_from_string(self, spec: str) -> tuple[Callable[..., T], str | None]:
-        """The factory a string names (a name, a URI or an import path); the URI when it is one."""
+    def _factory_from_string(self, spec: str) -> tuple[Callable[..., T], bool]:
+        """The factory a string names (a name, a store URI or an import path); True when it is a URI."""
+        scheme = uri_scheme(spec) if self.kind == "store" else None  # parsed once, here
         for attempt in range(2):
             if attempt and not self._load_more():
                 break
             entry = self._owner_of(spec)
             if entry is not None:
-                return entry.load(), None
-            scheme = uri_scheme(spec)
+                return entry.load(), False
             if scheme is not None and scheme in self._schemes:
-                return self._entries[self._schemes[scheme]].load(), spec
+                return self._entries[self._schemes[scheme]].load(), True
             if _TARGET_RE.match(spec):
-                return self._import(spec), None
+                return self._import(spec), False
         if _DOTTED_PATH_RE.match(spec):
             try:
-                return self._import(spec), None
+                return self._import(spec), False
             except ComponentSpecError:
                 pass  # not an import path after all: report the unknown name
-        scheme = uri_scheme(spec)
-        if self.kind == "store" and scheme is not None:
+        if scheme is not None:
             self.scheme_entry(scheme)  # raises with the known schemes and an install hint
         raise UnknownComponentError(self._unknown_message(spec))
 

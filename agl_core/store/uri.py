@@ -35,7 +35,7 @@ def parse_store_uri(uri: str) -> str:
 def open_store(uri: str, **kwargs: Any) -> LightningStore:
     """Open the store a URI names; ``kwargs`` go to the store's ``from_uri``.
 
-    The store registry opens it (:meth:`agl_core.registry.Registry.open_uri`), as ``Trainer(store=uri)`` does.
+    The store registry builds it (:meth:`agl_core.registry.Registry.create`), as ``Trainer(store=uri)`` does.
 
     Raises:
         InvalidRequestError: the URI has no scheme.
@@ -47,7 +47,7 @@ def open_store(uri: str, **kwargs: Any) -> LightningStore:
     from agl_core.plugins import get_registries
 
     parse_store_uri(uri)
-    return get_registries().store.open_uri(uri, **kwargs)
+    return get_registries().store.create(uri, **kwargs)
 
 
 def check_store_uri(uri: str) -> None:

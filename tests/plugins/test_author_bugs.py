@@ -141,7 +141,7 @@ def test_an_unknown_command_names_the_failed_plugin_that_may_provide_it() -> Non
 
 def test_an_unknown_store_scheme_names_the_failed_plugin() -> None:
     with pytest.raises(UnknownComponentError) as caught:
-        _failed_manager().registry("store").open_uri("redis://127.0.0.1:6379")
+        _failed_manager().registry("store").create("redis://127.0.0.1:6379")
     message = str(caught.value)
     assert "No store opens URIs with scheme 'redis'" in message
     assert "Plugin 'redis' (agl-redis) may provide 'redis' but failed to load" in message
