@@ -70,8 +70,6 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "MLFLOW_ALLOW_FILE_STORE": "Set to true by the mlflow reporter when it falls back to a local file store.",
     "MLFLOW_EXPERIMENT_NAME": "The mlflow reporter's experiment.",
     "WANDB_PROJECT": "The wandb reporter's project.",
-    "PROMETHEUS_MULTIPROC_DIR": "The folder of prometheus_client's multiprocess metrics that Agent Lightning "
-    "0.3's `agl prometheus` app serves.",
     # LLM proxy backends
     "OPENAI_BASE_URL": "Upstream base URL of the proxy's OpenAI backend when none is configured.",
     "OPENAI_API_BASE": "Older name of OPENAI_BASE_URL, read when that is unset.",
