@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
     from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, RolloutMode, RolloutStatus
 
-__all__ = ["HookedStore", "RolloutHooks"]
+__all__ = ["HookedStore", "RolloutHooks", "with_rollout_hooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -184,3 +184,10 @@ class HookedStore(DelegatingLightningStore):
             await method(**kwargs)
         except Exception:
             logger.exception("Rollout hook %s raised; ignoring it.", getattr(method, "__qualname__", method))
+
+
+def with_rollout_hooks(store: LightningStore, hooks: RolloutHooks | Sequence[RolloutHooks]) -> HookedStore:
+    """``store`` wrapped in a :class:`HookedStore` running ``hooks`` (one, or a sequence)."""
+    items = [hooks] if isinstance(hooks, RolloutHooks) else list(hooks)
+    # DelegatingLightningStore fills in the store methods when the class is created; mypy cannot see that
+    return HookedStore(store, items)  # type: ignore[abstract]

@@ -179,11 +179,9 @@ class Trainer(ParallelWorkerBase):
         )
         self.store: LightningStore = self._build_store(store)
         if rollout_hooks is not None:
-            from agl_core.program import rollout_hooks as hooks_module
+            from agl_core.program.rollout_hooks import with_rollout_hooks
 
-            single = isinstance(rollout_hooks, hooks_module.RolloutHooks)
-            hooked = [rollout_hooks] if single else list(rollout_hooks)  # type: ignore[list-item, arg-type]
-            self.store = hooks_module.HookedStore(self.store, hooked)
+            self.store = with_rollout_hooks(self.store, rollout_hooks)
         self.runner: Runner[Any] = self._build_runner(runner)
         self.llm_proxy: Any = self._build_llm_proxy(llm_proxy)
         self.hooks: tuple[Hook, ...] = self._normalize_hooks(hooks)

@@ -15,6 +15,7 @@ import agl_core as agl
 from agl_core.emitter import emit_reward, find_final_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.program import HookedStore, ProgramAgent, RolloutHooks
+from agl_core.program.rollout_hooks import with_rollout_hooks
 from agl_core.store.base import LightningStore
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import FakeOpenAIServer
@@ -101,8 +102,8 @@ async def test_on_enqueue_must_return_a_request() -> None:
         async def on_enqueue(self, request: EnqueueRolloutRequest) -> Any:
             return None
 
-    store = HookedStore(InMemoryLightningStore(), [Broken()])
+    store = with_rollout_hooks(InMemoryLightningStore(), Broken())
     with pytest.raises(TypeError, match="must return the"):
         await store.enqueue_rollout({"question": "x"})
     with pytest.raises(TypeError, match="RolloutHooks instances"):
-        HookedStore(InMemoryLightningStore(), [object()])  # type: ignore[list-item]
+        with_rollout_hooks(InMemoryLightningStore(), [object()])  # type: ignore[list-item]
