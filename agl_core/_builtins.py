@@ -44,12 +44,16 @@ def agl_register_commands(cli: click.Group) -> None:
     from agl_core.cli.doctor_cmd import doctor_command
     from agl_core.cli.plugins_cmd import plugins_group
     from agl_core.cli.proxy_cmd import proxy_group
+    from agl_core.cli.reward_cmd import reward_command
+    from agl_core.cli.rollout_cmd import rollout_group
     from agl_core.cli.runner_cmd import runner_command
     from agl_core.cli.store_cmd import store_group
 
     cli.add_command(plugins_group)
     cli.add_command(proxy_group)
+    cli.add_command(rollout_group)
     cli.add_command(doctor_command)
+    cli.add_command(reward_command)
     cli.add_command(runner_command)
     cli.add_command(store_group)  # Agent Lightning 0.3's other command forms are agl-legacy's
 

@@ -49,6 +49,11 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AGL_STORE": "Default --store URI of the `agl store` inspection commands.",
     "AGL_STORE_TOKEN": "Bearer token the HTTP store server requires and its client sends.",
     "AGL_PROXY_TOKEN": "Bearer token `agl proxy serve` requires from agents.",
+    # program agents (set by ProgramAgent for its program; read by `agl reward`)
+    "AGL_REWARD_FILE": "Where `agl reward` writes the reward of a ProgramAgent attempt.",
+    "AGL_STORE_URL": "The store server `agl reward` posts a reward span to (no reward file).",
+    "AGL_ROLLOUT_ID": "The rollout `agl reward` rewards (no reward file).",
+    "AGL_ATTEMPT_ID": "The attempt `agl reward` rewards (no reward file).",
     # HTTP store client TLS
     "AGL_STORE_CA_BUNDLE": "PEM file of CA certificates to trust for https:// stores.",
     "AGL_STORE_CLIENT_CERT": "PEM client certificate (optionally with its key) for mutual TLS.",

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -137,7 +134,7 @@ def serve(
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
     try:
-        _run(
+        asyncio.run(
             _serve(
                 store_uri,
                 host,
@@ -156,34 +153,6 @@ def serve(
             hint="pick another --port (0 picks a free one) or stop the process that holds it",
             exit_code=ExitCode.BUSY,
         ) from exc
-
-
-SERVER_GC_THRESHOLDS = (50_000, 20, 100)
-"""``gc.set_threshold`` of a store server process (CPython's default is ``(700, 10, 10)``)."""
-
-
-def _tune_gc() -> None:
-    """Make CPython's cycle collector cheap for a long-lived server that holds many small objects.
-
-    A store keeps each span as a dozen or more container objects, and with the default thresholds
-    full collections walk all of them again and again: measured here, 40% of the server's CPU for
-    ``add_many_spans`` once it held 100k spans. Objects alive after start-up are frozen (never scanned
-    again) and collections run far less often. Memory is still freed at once by reference counting;
-    only garbage cycles wait longer.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*SERVER_GC_THRESHOLDS)
-
-
-def _run(main: Coroutine[Any, Any, None]) -> None:
-    """Run the server on uvloop when it is installed (about a third less CPU per request), else asyncio."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-    else:
-        uvloop.run(main)
 
 
 async def _serve(
@@ -208,7 +177,6 @@ async def _serve(
         max_body_bytes=max_body_bytes,
         allowed_hosts=allowed_hosts,
     )
-    _tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

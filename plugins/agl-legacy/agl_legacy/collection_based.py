@@ -43,6 +43,7 @@ from agl_core.store.logic import (
     attempt_end_time_for,
     build_predicate,
     check_enqueue_requests,
+    check_id,
     check_int_bound,
     check_json_value,
     check_optional_number,
@@ -192,7 +193,7 @@ def _metadata(value: object) -> dict[str, Any] | None:
 
 
 def _id_filter(field: str, value: str) -> FilterOptions:
-    return {field: {"exact": value}}
+    return {field: {"exact": check_id(field, value)}}
 
 
 def _as_attempted(rollout: Rollout, attempt: Attempt | None) -> Rollout:
@@ -857,8 +858,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
 
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """Issue the rollout's next span sequence id (1, 2, 3, ...; ids are not checked to exist)."""
-        if not isinstance(rollout_id, str):
-            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
+        check_id("rollout_id", rollout_id)
         async with self._write() as c:
             return await c.span_sequence_ids.inc(rollout_id, 1)
 
@@ -901,8 +901,7 @@ class CollectionBasedLightningStore(LightningStore, Generic[T_collections]):
         sort_order: Literal["asc", "desc"] = "asc",
     ) -> PaginatedResult[Span]:
         """Spans of one rollout; see `LightningStore.query_spans`."""
-        if not isinstance(rollout_id, str):
-            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
+        check_id("rollout_id", rollout_id)
         check_optional_str("attempt_id", attempt_id)
         aggregate = validate_filter_logic(filter_logic)
         span_query_filter(  # validates every argument the agl way
