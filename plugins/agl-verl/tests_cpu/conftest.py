@@ -29,6 +29,7 @@ def child_env() -> Iterator[dict[str, str]]:
         env = dict(os.environ)
         env |= {
             "OMP_NUM_THREADS": "1",
+            "PYTHONUNBUFFERED": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "RAY_TMPDIR": ray_tmp,
             "RAY_AUTH_MODE": "disabled",

@@ -5,7 +5,9 @@ vLLM's own tokenizer (its ``/tokenize`` and ``/detokenize`` endpoints)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -67,17 +69,19 @@ def vllm_url(
         "--port", str(port), "--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "1024",
     ]  # fmt: skip
     with log.open("wb") as sink:
-        proc = subprocess.Popen(cmd, env=child_env, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, env=child_env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(proc, url, log)
         yield url
     finally:
-        proc.terminate()
+        os.killpg(proc.pid, signal.SIGTERM)  # vLLM's engine processes are in the server's session
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
 
 
