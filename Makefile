@@ -13,7 +13,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 PRUNE_VENVS ?=
 prune_venv = $(if $(PRUNE_VENVS),rm -rf $(1))
 
-.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-harnesses test-plugins lint format bench clean \
 	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
 help:
@@ -40,10 +40,15 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real test-verl
+test: venv test-core test-plugins test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
 
 test-core: venv
 	$(PY) -m pytest -q
+
+# Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
+# once into .agl/npm/) driven headless through the LLM proxy to the fake model; skipped without npm.
+test-harnesses: venv
+	$(PY) -m pytest -q examples/programs/clis
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
@@ -75,9 +80,7 @@ format: venv
 
 bench: venv
 	$(PY) bench/import_bench.py
-	$(PY) bench/store_bench.py --store memory
-	$(PY) bench/store_bench.py --store sqlite
-	$(PY) bench/store_bench.py --store http
+	$(PY) bench/rollout_life.py
 	$(PY) bench/tracer_bench.py
 	$(PY) bench/proxy_bench.py
 	$(PY) bench/loop_bench.py
@@ -147,6 +150,25 @@ bench-dashboard: .venv-dashboard/.installed
 test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
 	$(call prune_venv,.venv-agents)
+
+# --- examples/programs (issue 33): agents that are programs -- a TypeScript agent on the openai npm package and
+# real agent CLIs from the registries -- trained unchanged through ProgramAgent and the proxy, offline against
+# the local fake model. npm packages go into each example's node_modules (ignored), Python CLIs into their own
+# venv; AGL_PROGRAMS_REQUIRED=1 turns "not installed" skips into failures.
+.PHONY: test-programs
+PROGRAMS_TS := examples/programs/typescript
+$(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
+	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
+
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt
+	$(PYTHON) -m venv .venv-programs
+	.venv-programs/bin/python -m pip install -q --upgrade pip
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -r examples/programs/requirements.txt
+	@touch $@
+
+test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js
+	AGL_PROGRAMS_REQUIRED=1 PATH="$(CURDIR)/.venv-programs/bin:$$PATH" .venv-programs/bin/python -m pytest -q examples/programs/tests
+	$(call prune_venv,.venv-programs)
 
 # --- docs (issue 26): the documentation site (MkDocs + Material + mkdocstrings), built with --strict into
 # build/site; generated pages come from tools/docs_site.py. No network at build time (no web fonts, no

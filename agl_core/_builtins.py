@@ -42,19 +42,20 @@ def agl_register_stores(registry: Registry[Any]) -> None:
 def agl_register_commands(cli: click.Group) -> None:
     """Built-in ``agl`` subcommands."""
     from agl_core.cli.doctor_cmd import doctor_command
-    from agl_core.cli.legacy_cmds import agentops_command, prometheus_command, vllm_command
     from agl_core.cli.plugins_cmd import plugins_group
     from agl_core.cli.proxy_cmd import proxy_group
+    from agl_core.cli.reward_cmd import reward_command
+    from agl_core.cli.rollout_cmd import rollout_group
     from agl_core.cli.runner_cmd import runner_command
     from agl_core.cli.store_cmd import store_group
 
     cli.add_command(plugins_group)
     cli.add_command(proxy_group)
+    cli.add_command(rollout_group)
     cli.add_command(doctor_command)
+    cli.add_command(reward_command)
     cli.add_command(runner_command)
-    cli.add_command(store_group)
-    for legacy in (vllm_command, prometheus_command, agentops_command):  # Agent Lightning 0.3's commands
-        cli.add_command(legacy)
+    cli.add_command(store_group)  # Agent Lightning 0.3's other command forms are agl-legacy's
 
 
 @hookimpl

@@ -19,6 +19,7 @@ __all__ = [
     "import_required",
     "module_getattr",
     "not_provided",
+    "plugin_module",
     "store_client_options",
 ]
 
@@ -80,6 +81,33 @@ def import_required(module: str, public_name: str, install: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         raise NotProvidedError(f"{public_name} needs {module}: pip install {install} ({exc})") from exc
+
+
+def plugin_module(module: str, source: str, distribution: str = "agl-legacy") -> Callable[[str], Any]:
+    """A ``__getattr__`` for ``module`` serving every public name of ``source``, a module of ``distribution``.
+
+    The shim at a 0.3 path whose machinery lives in a plugin: ``__getattr__ = plugin_module(__name__, ...)``.
+    Without the plugin, reading a public name raises `NotProvidedError` with the ``pip install`` line.
+    """
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("_") and name != "__all__":
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        try:
+            provider = importlib.import_module(source)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != source.partition(".")[0]:
+                raise
+            raise NotProvidedError(
+                f"{module}.{name} (Agent Lightning 0.3) is provided by the {distribution} plugin: "
+                f"pip install {distribution}"
+            ) from exc
+        try:
+            return getattr(provider, name)
+        except AttributeError:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
+
+    return __getattr__
 
 
 Target = str | PluginName | Callable[[], Any]

@@ -446,6 +446,9 @@ class Registry(Generic[T]):
         if scheme not in self._schemes:
             known = ", ".join(f"{s}:" for s in sorted(self._schemes)) or "none"
             message = f"No store opens URIs with scheme {scheme!r}. Known schemes: {known}."
+            extra = self._hint(self.kind, scheme) if self._hint is not None else None
+            if extra:
+                message += " " + extra
             dist = self.scheme_install_hint(scheme)
             if dist is not None:
                 message += f" The {scheme!r} scheme comes from {dist}: pip install {dist}"
@@ -478,6 +481,17 @@ class Registry(Generic[T]):
     def resolve(self, name: str) -> Callable[..., T]:
         """Load the class or factory registered under ``name``."""
         return self.get(name).load()
+
+    def create_named(self, name: str, /, *, defaults: Mapping[str, Any] | None = None, **kwargs: Any) -> T:
+        """Build the component registered under ``name`` (or an alias), and nothing else.
+
+        Never an import path, a URI or a callable: the one way a network request (a URL, a body) picks a
+        component, so that no request can make the process import or call code it names.
+
+        Raises:
+            UnknownComponentError: ``name`` is not registered (the message lists the registered names).
+        """
+        return self._check(instantiate(self.resolve(name), kwargs, defaults), name)
 
     def create(
         self,

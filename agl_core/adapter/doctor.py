@@ -12,11 +12,6 @@ from agl_core.store import AttemptNotFoundError, LightningStore, RolloutNotFound
 
 __all__ = ["AttemptInfo", "DoctorReport", "diagnose_rollout", "resolve_adapter"]
 
-_BUILTIN_ADAPTERS = {
-    "triplet": "agl_core.adapter.triplet:TracerTraceToTriplet",
-    "proxy-triplet": "agl_core.adapter.proxy_triplet:LlmProxyTraceToTriplet",
-}
-
 
 class AttemptInfo(BaseModel):
     """One attempt of the rollout, as the report shows it."""
@@ -54,27 +49,17 @@ class DoctorReport(BaseModel):
 def resolve_adapter(spec: str | TraceToTripletBase, **kwargs: Any) -> TraceToTripletBase:
     """An adapter from a registered name (``"triplet"``, ``"proxy-triplet"``, a plugin's) and ``kwargs``.
 
-    An instance is returned as is.
+    An instance is returned as is. A string is only ever a registered name, never an import path: the
+    store server's doctor route passes its ``?adapter=`` here.
 
     Raises:
         ValueError: the name is unknown, or the adapter cannot explain its output.
     """
     if isinstance(spec, TraceToTripletBase):
         return spec
-    from agl_core.errors import UnknownComponentError
     from agl_core.plugins import get_registry
-    from agl_core.registry import import_target
 
-    adapter: Any
-    try:
-        adapter = get_registry("adapter").create(spec, **kwargs)
-    except UnknownComponentError:
-        if spec not in _BUILTIN_ADAPTERS:
-            raise ValueError(
-                f"Unknown adapter {spec!r}; use one of {', '.join(_BUILTIN_ADAPTERS)} or a registered "
-                "adapter name."
-            ) from None
-        adapter = import_target(_BUILTIN_ADAPTERS[spec])(**kwargs)
+    adapter: Any = get_registry("adapter").create_named(spec, **kwargs)
     if not isinstance(adapter, TraceToTripletBase):
         raise ValueError(
             f"Adapter {spec!r} ({type(adapter).__name__}) produces no triplets, so it cannot be diagnosed; "

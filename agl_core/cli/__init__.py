@@ -42,6 +42,18 @@ class AglGroup(click.Group):
             command = super().get_command(ctx, cmd_name)
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Find the subcommand; an unknown one names the plugins that failed to load (one may provide it)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            note = self.manager.failure_note(args[0]) if args else None
+            if note is not None:
+                exc.message = f"{exc.message} {note}"
+            raise
+
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Name the installed plugins whose commands are not loaded yet (without importing them)."""
         super().format_epilog(ctx, formatter)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
 
+from agl_core.cli.errors import debug_enabled
 from agl_core.hookspecs import PLUGIN_API_VERSION
 from agl_core.plugins import PluginManager, PluginRecord
 
@@ -87,7 +89,10 @@ def plugins_group() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Include the core's built-in components.")
 @click.pass_context
 def list_plugins(ctx: click.Context, as_json: bool, show_all: bool) -> None:
-    """List plugins: name, distribution, version, status, load time and what each provides."""
+    """List plugins: name, distribution, version, status, load time and what each provides.
+
+    With 'agl --debug plugins list', a failed plugin's traceback follows its error.
+    """
     manager = _load_all(ctx)
     records = [r for r in manager.records() if show_all or not r.builtin]
     if as_json:
@@ -110,10 +115,10 @@ def list_plugins(ctx: click.Context, as_json: bool, show_all: bool) -> None:
             ]
         )
     click.echo(_table(rows))
-    _echo_problems(manager, records)
+    _echo_problems(manager, records, debug=debug_enabled(ctx))
 
 
-def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
+def _echo_problems(manager: PluginManager, records: list[PluginRecord], *, debug: bool = False) -> int:
     failed = [r for r in records if r.status == "failed"]
     unmet = [
         (r, item)
@@ -133,6 +138,8 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
             )
             if r.error.hint:
                 click.echo(f"    hint: {r.error.hint}")
+            if debug:
+                click.echo(textwrap.indent(r.error.traceback.rstrip(), "    "))
     mismatched = [r for r in records if r.status == "ok" and r.api_mismatch]
     if mismatched:
         click.echo("")
@@ -153,16 +160,39 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
 @plugins_group.command(name="check")
 @click.pass_context
 def check_plugins(ctx: click.Context) -> None:
-    """Exit with status 1 if a plugin failed, a requirement is missing or a contract version differs (CI)."""
+    """Exit 1 on any plugin problem (for CI).
+
+    A problem is a plugin that failed to load, a component that cannot be imported or is not of its kind,
+    a requirement that is not installed, or a plugin built for another contract version.
+
+    Every registered component whose requirements are installed is imported and checked against its
+    kind's base class.
+    """
     manager = _load_all(ctx)
     records = manager.records()
-    problems = _echo_problems(manager, records)
-    ok = sum(1 for r in records if r.status == "ok")
-    disabled = sum(1 for r in records if r.status == "disabled")
+    problems = _echo_problems(manager, records, debug=debug_enabled(ctx))
+    broken = manager.check_targets()
+    if broken:
+        click.echo("")
+        click.echo("Components that cannot be built:")
+        for item in broken:
+            click.echo(
+                f"  {item.kind} {item.name} (plugin {item.plugin}, {item.distribution or '?'}): "
+                f"{item.message}"
+            )
+    problems += len(broken)
+    plugins = [r for r in records if not r.builtin]
+    ok = sum(1 for r in plugins if r.status == "ok")
+    disabled = sum(1 for r in plugins if r.status == "disabled")
+    components = sum(len(registry) for registry in manager.registries.values())
     if problems:
         click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
         raise SystemExit(1)
-    click.echo(f"plugins check: {ok} plugin(s) ok, {disabled} disabled, no problems.")
+    installed = f"{ok} plugin(s) ok, {disabled} disabled" if plugins else "no agl plugins installed"
+    click.echo(
+        f"plugins check: {installed}; all {components} components (the core's included) import and are "
+        "of their kind; no problems."
+    )
 
 
 @plugins_group.command(name="new")

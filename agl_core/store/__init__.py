@@ -48,7 +48,6 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "UNSET",
     "AttemptNotFoundError",
-    "CollectionBasedLightningStore",
     "InMemoryLightningStore",
     "InvalidFilterError",
     "InvalidRequestError",

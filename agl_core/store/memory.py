@@ -60,6 +60,7 @@ from agl_core.store.logic import (
     NormalizedFilter,
     build_predicate,
     check_enqueue_requests,
+    check_id,
     check_json_value,
     check_optional_str,
     check_rollout_ids,
@@ -315,6 +316,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
         """Start a new ``preparing`` attempt on any rollout (manual retry; ignores ``max_attempts``)."""
+        check_id("rollout_id", rollout_id)
         worker_id = check_optional_str("worker_id", worker_id)
         st = self._state
         with self._lock:
@@ -355,6 +357,7 @@ class InMemoryLightningStore(LightningStore):
         offset: int = 0,
     ) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
+        check_id("rollout_id", rollout_id)
         validate_pagination(limit, offset)
         order = validate_sort_order(sort_order)
         if sort_by is not None:
@@ -370,6 +373,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """The rollout with its latest attempt attached when it has one; None if unknown."""
+        check_id("rollout_id", rollout_id)
         st = self._state
         with self._lock:
             st.watchdog()
@@ -378,6 +382,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """The attempt with the highest ``sequence_id``, or None."""
+        check_id("rollout_id", rollout_id)
         st = self._state
         with self._lock:
             st.watchdog()
@@ -523,8 +528,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """Issue the rollout's next span sequence id (1, 2, 3, ...; ids are not checked to exist)."""
-        if not isinstance(rollout_id, str):
-            raise InvalidRequestError(f"rollout_id must be a string, got {rollout_id!r}.")
+        check_id("rollout_id", rollout_id)
         with self._lock:
             counters = self._state.sequence_ids
             value = counters[rollout_id] = counters.get(rollout_id, 0) + 1
@@ -606,6 +610,7 @@ class InMemoryLightningStore(LightningStore):
         """Upsert a snapshot: version 1 for a new id, else version+1 keeping ``create_time``."""
         if not isinstance(resources_id, str) or not resources_id:
             raise InvalidRequestError(f"resources_id must be a non-empty string, got {resources_id!r}.")
+        check_id("resources_id", resources_id)
         st = self._state
         with self._lock:
             st.watchdog()
@@ -623,6 +628,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
         """The snapshot with this id, or None."""
+        check_id("resources_id", resources_id)
         with self._lock:
             return self._state.resources.get(resources_id)
 
@@ -674,6 +680,7 @@ class InMemoryLightningStore(LightningStore):
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
+        check_id("worker_id", worker_id)
         with self._lock:
             return self._state.workers.get(worker_id)
 
@@ -681,6 +688,7 @@ class InMemoryLightningStore(LightningStore):
         """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
         if not isinstance(worker_id, str) or not worker_id:
             raise InvalidRequestError(f"worker_id must be a non-empty string, got {worker_id!r}.")
+        check_id("worker_id", worker_id)
         st = self._state
         with self._lock:
             updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)

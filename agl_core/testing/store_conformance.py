@@ -327,6 +327,63 @@ _JSON_VALUE_CALLS: dict[str, Callable[[LightningStore, AttemptedRollout, Any], A
 }
 
 
+_NUL = "a\x00b"
+
+_NUL_SPAN_FIELDS = ("name", "trace_id", "parent_id", "span_id")
+"""Text fields of a span a store keys or indexes; none may hold NUL (issue 34)."""
+
+_NUL_FILTERS: dict[str, tuple[StoreCall, str]] = {
+    "rollouts-rollout_id_contains": (
+        lambda s, r: s.query_rollouts(rollout_id_contains=_NUL),
+        "rollout_id_contains",
+    ),
+    "rollouts-rollout_id_in": (lambda s, r: s.query_rollouts(rollout_id_in=[r, _NUL]), "rollout_id_in"),
+    "rollouts-input_contains": (lambda s, r: s.query_rollouts(input_contains=_NUL), "input_contains"),
+    "spans-name": (lambda s, r: s.query_spans(r, name=_NUL), "name"),
+    "spans-name_contains": (lambda s, r: s.query_spans(r, name_contains=_NUL), "name_contains"),
+    "spans-trace_id": (lambda s, r: s.query_spans(r, trace_id=_NUL), "trace_id"),
+    "spans-parent_id_contains": (
+        lambda s, r: s.query_spans(r, parent_id_contains=_NUL),
+        "parent_id_contains",
+    ),
+    "spans-span_id_contains": (lambda s, r: s.query_spans(r, span_id_contains=_NUL), "span_id_contains"),
+    "resources-resources_id": (lambda s, r: s.query_resources(resources_id=_NUL), "resources_id"),
+    "resources-resources_id_contains": (
+        lambda s, r: s.query_resources(resources_id_contains=_NUL),
+        "resources_id_contains",
+    ),
+    "workers-worker_id_contains": (
+        lambda s, r: s.query_workers(worker_id_contains=_NUL),
+        "worker_id_contains",
+    ),
+}
+"""Filters with a NUL character: refused with InvalidFilterError naming the argument (issue 34)."""
+
+_NUL_WRITES: dict[str, tuple[StoreCall, str]] = {
+    "start_rollout-worker_id": (lambda s, r: s.start_rollout("x", worker_id=_NUL), "worker_id"),
+    "start_rollout-resources_id": (lambda s, r: s.start_rollout("x", resources_id=_NUL), "resources_id"),
+    "enqueue_rollout-resources_id": (lambda s, r: s.enqueue_rollout("x", resources_id=_NUL), "resources_id"),
+    "dequeue_rollout-worker_id": (lambda s, r: s.dequeue_rollout(worker_id=_NUL), "worker_id"),
+    "update_worker-worker_id": (lambda s, r: s.update_worker(_NUL), "worker_id"),
+}
+"""Writes whose id arguments hold a NUL character: refused with InvalidRequestError (issue 34)."""
+
+_NUL_LOOKUPS: dict[str, tuple[StoreCall, str]] = {
+    "get_rollout_by_id": (lambda s, r: s.get_rollout_by_id(_NUL), "rollout_id"),
+    "get_latest_attempt": (lambda s, r: s.get_latest_attempt(_NUL), "rollout_id"),
+    "query_attempts": (lambda s, r: s.query_attempts(_NUL), "rollout_id"),
+    "query_spans": (lambda s, r: s.query_spans(_NUL), "rollout_id"),
+    "start_attempt": (lambda s, r: s.start_attempt(_NUL), "rollout_id"),
+    "update_rollout": (lambda s, r: s.update_rollout(_NUL, status="failed"), "rollout_id"),
+    "update_attempt": (lambda s, r: s.update_attempt(_NUL, "latest", status="failed"), "rollout_id"),
+    "get_resources_by_id": (lambda s, r: s.get_resources_by_id(_NUL), "resources_id"),
+    "update_resources": (lambda s, r: s.update_resources(_NUL, NamedResources({})), "resources_id"),
+    "get_worker_by_id": (lambda s, r: s.get_worker_by_id(_NUL), "worker_id"),
+    "get_next_span_sequence_id": (lambda s, r: s.get_next_span_sequence_id(_NUL, "at-1"), "rollout_id"),
+}
+"""Calls by an id holding NUL: refused with InvalidRequestError naming the argument (issue 34)."""
+
+
 # ---------------------------------------------------------------------------------------------- the suite
 
 
@@ -2020,6 +2077,71 @@ class StoreConformance:
         assert (await store.statistics())["total_spans"] == 0
         assert (await _latest(store, rid)).model_dump() == started.attempt.model_dump()
         assert await store.get_next_span_sequence_id(rid, aid) == 1
+
+    @pytest.mark.parametrize("field", _NUL_SPAN_FIELDS)
+    async def test_span_text_with_nul_is_refused_naming_the_field(
+        self, store: LightningStore, field: str
+    ) -> None:
+        """NUL in a span's name, trace_id, parent_id or span_id: InvalidSpanError naming it, nothing stored.
+
+        The rule of every backend (docs/guarantees.md): text a store keys, indexes or filters on holds
+        no NUL character (PostgreSQL text cannot), so all refuse it alike; JSON values keep theirs.
+        """
+        started = await store.start_rollout("x")
+        rid, aid = started.rollout_id, started.attempt.attempt_id
+        bad = make_span(rid, aid, 9, span_id=_span_id(2)).model_copy(update={field: _NUL})
+        with pytest.raises(InvalidSpanError, match=f"Span {field} contains a NUL character"):
+            await store.add_span(bad)
+        with pytest.raises(InvalidSpanError, match=f"Span {field} contains a NUL character"):
+            await store.add_many_spans([make_span(rid, aid, 7), bad])
+        assert (await store.query_spans(rid)).total == 0
+        assert (await _latest(store, rid)).model_dump() == started.attempt.model_dump()
+
+    @pytest.mark.parametrize("query", sorted(_NUL_FILTERS))
+    async def test_filter_with_nul_is_refused_naming_the_argument(
+        self, store: LightningStore, query: str
+    ) -> None:
+        """A string filter holding NUL raises InvalidFilterError naming the argument, on every backend."""
+        rollout = await store.enqueue_rollout("x")
+        call, argument = _NUL_FILTERS[query]
+        if (
+            query == "rollouts-input_contains"
+            and "input_contains" not in inspect.signature(store.query_rollouts).parameters
+        ):
+            pytest.skip("this store's query_rollouts has no input_contains option")
+        with pytest.raises(InvalidFilterError, match=f"{argument} contains a NUL character"):
+            await call(store, rollout.rollout_id)
+
+    @pytest.mark.parametrize("call", sorted(_NUL_WRITES))
+    async def test_id_with_nul_is_refused_and_changes_nothing(self, store: LightningStore, call: str) -> None:
+        """An id argument holding NUL raises InvalidRequestError naming it and creates nothing."""
+        before = await store.statistics()
+        write, argument = _NUL_WRITES[call]
+        with pytest.raises(InvalidRequestError, match=f"{argument} contains a NUL character"):
+            await write(store, "")
+        after = await store.statistics()
+        assert (after["total_rollouts"], after["total_attempts"], after["total_workers"]) == (
+            before["total_rollouts"],
+            before["total_attempts"],
+            before["total_workers"],
+        )
+
+    async def test_nul_inside_json_values_round_trips(self, store: LightningStore) -> None:
+        """NUL in JSON values (input, metadata, span attributes) is data, stored and read back unchanged."""
+        started = await store.start_rollout({"text": _NUL}, metadata={"k": _NUL})
+        rid, aid = started.rollout_id, started.attempt.attempt_id
+        await store.add_span(make_span(rid, aid, 1, attributes={"agl.text": _NUL}))
+        stored = await _rollout(store, rid)
+        assert stored.input == {"text": _NUL} and stored.metadata == {"k": _NUL}
+        spans = await store.query_spans(rid)
+        assert spans.items[0].attributes["agl.text"] == _NUL
+
+    @pytest.mark.parametrize("call", sorted(_NUL_LOOKUPS))
+    async def test_lookup_by_an_id_with_nul_is_refused(self, store: LightningStore, call: str) -> None:
+        """Reads by an id holding NUL raise InvalidRequestError naming it too (one rule for every call)."""
+        lookup, argument = _NUL_LOOKUPS[call]
+        with pytest.raises(InvalidRequestError, match=f"{argument} contains a NUL character"):
+            await lookup(store, "")
 
     async def test_add_many_spans_with_unknown_attempt_stores_nothing(self, store: LightningStore) -> None:
         """A batch with a span of an unknown attempt raises AttemptNotFoundError and stores none of it."""

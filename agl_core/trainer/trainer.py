@@ -18,11 +18,11 @@ from agl_core.tracer.base import Tracer
 from agl_core.trainer._bundles import TrainerAlgorithmBundle, TrainerRunnerBundle
 from agl_core.trainer._workers import WorkerRunners
 from agl_core.trainer.init_utils import build_component
-from agl_core.trainer.legacy import TrainerLegacy
-from agl_core.types import Hook
+from agl_core.types import Hook, ParallelWorkerBase
 
 if TYPE_CHECKING:
     from agl_core.adapter.base import Adapter
+    from agl_core.client import AgentLightningClient
     from agl_core.litagent import LitAgent
     from agl_core.types import Dataset, NamedResources
 
@@ -65,7 +65,7 @@ def _deprecated_alias(old: str, new: str, old_value: Any, new_value: Any) -> Any
     return new_value
 
 
-class Trainer(TrainerLegacy):
+class Trainer(ParallelWorkerBase):
     """Runs an agent with an algorithm: ``Trainer(...).fit(agent, train_dataset, val_dataset=...)``.
 
     Every component argument accepts an instance, None (the default), a class, a factory, a registered
@@ -82,9 +82,9 @@ class Trainer(TrainerLegacy):
     docs/migrating-from-agent-lightning.md); a live
     progress display (``progress=False`` turns it off).
 
-    As in 0.3, a `Trainer` is also a `TrainerLegacy`: ``fit_v0(agent, train_data=URL | client, ...)`` runs
-    the deprecated v0.1 worker loop with this trainer's tracer, algorithm, ``n_workers`` (= ``n_runners``),
-    ``max_tasks`` (= ``max_rollouts``), ``daemon`` and ``triplet_exporter`` (= ``adapter``).
+    As in 0.3, ``fit_v0(agent, train_data=URL | client, ...)`` runs the deprecated v0.1 worker loop with this
+    trainer's tracer, algorithm, ``n_workers`` (= ``n_runners``), ``max_tasks`` (= ``max_rollouts``),
+    ``daemon`` and ``triplet_exporter`` (= ``adapter``); it is the agl-legacy plugin's ``TrainerLegacy``.
 
     Args:
         dev: Deprecated; use :meth:`dev`.
@@ -159,7 +159,6 @@ class Trainer(TrainerLegacy):
         self.port = port
         self.daemon = daemon
         self.progress = progress
-        self._client = None  # the v0.1 client of fit_v0 (TrainerLegacy.__init__ is not called)
 
         self.strategy: ExecutionStrategy = self._build_strategy(strategy, port)
         strategy_runners = getattr(self.strategy, "n_runners", None)
@@ -207,6 +206,22 @@ class Trainer(TrainerLegacy):
     @triplet_exporter.setter
     def triplet_exporter(self, value: Any) -> None:
         self.adapter = value
+
+    def fit_v0(
+        self,
+        agent: LitAgent[Any],
+        train_data: str | AgentLightningClient | Dataset[Any],
+        **kwargs: Any,
+    ) -> None:
+        """Agent Lightning 0.3's v0.1 loop against an `AgentLightningServer` (``pip install agl-legacy``).
+
+        Runs agl-legacy's ``TrainerLegacy.fit_v0`` with this trainer's settings; ``kwargs`` are its
+        ``val_data``, ``dev_data`` and ``dev_backend``.
+        """
+        from agl_core._compat import import_required
+
+        legacy = import_required("agl_legacy.trainer", "Trainer.fit_v0", "agl-legacy")
+        legacy.TrainerLegacy.for_trainer(self).fit_v0(agent, train_data, **kwargs)
 
     # ------------------------------------------------------------------------------ components
 

@@ -25,8 +25,18 @@ PLUGIN_NAMES = [
     ("agl_core.store.mongo", "MongoLightningStore", "agl-mongo"),
     ("agl_core.tracer", "WeaveTracer", "agl-weave"),
     ("agl_core.tracer.weave", "WeaveTracer", "agl-weave"),
-    ("agl_core.store.collection.mongo", "MongoLightningCollections", "agl-mongo"),
-    ("agl_core.store.collection.mongo", "MongoClientPool", "agl-mongo"),
+    ("agl_core.store.collection.mongo", "MongoLightningCollections", "agl-legacy"),
+    ("agl_core.store.collection", "InMemoryLightningCollections", "agl-legacy"),
+    ("agl_core.store.collection_based", "CollectionBasedLightningStore", "agl-legacy"),
+    ("agl_core.client", "AgentLightningClient", "agl-legacy"),
+    ("agl_core.server", "AgentLightningServer", "agl-legacy"),
+    ("agl_core.runner.legacy", "LegacyAgentRunner", "agl-legacy"),
+    ("agl_core.trainer.legacy", "TrainerLegacy", "agl-legacy"),
+    ("agl_core.utils.metrics", "PrometheusMetricsBackend", "agl-legacy"),
+    ("agl_core.utils.otlp", "handle_otlp_export", "agl-legacy"),
+    ("agl_core.utils.server_launcher", "PythonServerLauncher", "agl-legacy"),
+    ("agl_core.cli.prometheus", "create_prometheus_app", "agl-legacy"),
+    ("agl_core.store.client_server", "CachedStaticFiles", "agl-legacy"),
 ]
 
 
@@ -70,7 +80,6 @@ def test_modules_keep_working_names_next_to_dropped_ones() -> None:
     from agl_core.adapter.triplet import LlmProxyTraceToTriplet
     from agl_core.emitter.annotation import OperationContext, operation
     from agl_core.store.base import is_finished, is_queuing, is_running
-    from agl_core.store.collection import FilterOptions, PaginatedResult
     from agl_core.trainer.init_utils import OptionalDefaults
     from agl_core.trainer.registry import ExecutionStrategyRegistry
     from agl_core.types.core import GenericResponse, RolloutLegacy, Task, TaskIfAny
@@ -82,7 +91,6 @@ def test_modules_keep_working_names_next_to_dropped_ones() -> None:
     assert is_queuing(rollout) and not is_running(rollout) and not is_finished(rollout)
     assert is_finished(rollout.model_copy(update={"status": "cancelled"}))
 
-    assert FilterOptions is agl.FilterOptions and PaginatedResult is agl.PaginatedResult
     assert Task is agl.Task and TaskIfAny is agl.TaskIfAny and RolloutLegacy is agl.RolloutLegacy
     assert GenericResponse(message="ok").status == "success"
     assert OptionalDefaults is not None

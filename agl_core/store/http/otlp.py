@@ -23,6 +23,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +39,7 @@ from agl_core.types import Span
 
 __all__ = [
     "ATTEMPT_ID_KEY",
+    "MAX_OTLP_JSON_DEPTH",
     "ROLLOUT_ID_KEY",
     "SEQUENCE_ID_KEY",
     "IngestResult",
@@ -55,6 +58,18 @@ _STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 _STATUS_BY_TEXT = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
 _IS_REMOTE_KNOWN = 0x100
 _IS_REMOTE = 0x200
+
+MAX_OTLP_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects an OTLP/JSON body may have, checked before it is parsed.
+
+A span sits 8 levels deep and each nested attribute value adds 3, so this leaves room for attribute
+values nested 18 levels (the store keeps kvlists as dotted keys and other nesting as JSON text)."""
+
+_UINT64 = 2**64 - 1
+_INT64 = (-(2**63), 2**63 - 1)
+_UINT32 = 2**32 - 1
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class OtlpDecodeError(InvalidRequestError):
@@ -207,10 +222,60 @@ def _get(obj: dict[str, Any], camel: str, snake: str, default: Any = None) -> An
     return default if value is None else value
 
 
-def _json_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise OtlpDecodeError(f"Expected an integer, got {value!r}.")
-    return int(value)
+def _json_int(value: Any, field: str, low: int = 0, high: int = _UINT64) -> int:
+    """An OTLP/JSON integer (a number or a decimal string) within ``[low, high]``, else a 400 naming it."""
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float):
+        number = int(value) if math.isfinite(value) and value.is_integer() else None
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        number = int(value)
+    if number is None or not low <= number <= high:
+        raise OtlpDecodeError(
+            f"{field} must be an integer from {low} to {high} (a JSON number or a decimal string), "
+            f"got {value!r}."
+        )
+    return number
+
+
+def _json_double(value: Any) -> float:
+    """An OTLP/JSON ``doubleValue``: finite (the store keeps no NaN or Infinity), else a 400."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise OtlpDecodeError(
+            f"doubleValue must be a finite number, got {value!r}; span attributes hold no NaN or Infinity."
+        )
+    return number
+
+
+def _int_value(value: Any) -> int:
+    return _json_int(value, "intValue", *_INT64)
+
+
+def _check_json_depth(raw: bytes) -> None:
+    """Refuse a body nested deeper than `MAX_OTLP_JSON_DEPTH`, before it is parsed.
+
+    Strings are removed first (brackets inside them do not nest); then each pass strips the innermost
+    ``[]``/``{}`` pairs, so a body is within the bound when the brackets are gone after that many passes.
+    """
+    brackets = raw.translate(None, _NOT_BRACKETS)
+    if len(brackets) <= 2 * MAX_OTLP_JSON_DEPTH:
+        return
+    if b'"' in raw:
+        brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    for _ in range(MAX_OTLP_JSON_DEPTH):
+        if not brackets:
+            return
+        stripped = brackets.replace(b"[]", b"").replace(b"{}", b"")
+        if len(stripped) == len(brackets):
+            return  # unbalanced: the parser reports it
+        brackets = stripped
+    if brackets:
+        raise OtlpDecodeError(
+            f"The OTLP/JSON body is nested more than {MAX_OTLP_JSON_DEPTH} levels deep; flatten the "
+            "attribute values (kvlists of kvlists, arrays of arrays)."
+        )
 
 
 def _json_value(value: Any) -> Any:
@@ -221,10 +286,10 @@ def _json_value(value: Any) -> Any:
         ("string_value", str),
         ("boolValue", bool),
         ("bool_value", bool),
-        ("intValue", _json_int),
-        ("int_value", _json_int),
-        ("doubleValue", float),
-        ("double_value", float),
+        ("intValue", _int_value),
+        ("int_value", _int_value),
+        ("doubleValue", _json_double),
+        ("double_value", _json_double),
     ):
         if key in value:
             return convert(value[key])
@@ -250,14 +315,17 @@ def _json_attributes(pairs: Any) -> dict[str, Any]:
 def _json_status_code(status: dict[str, Any]) -> int:
     code = status.get("code", 0)
     if isinstance(code, str):
-        return _STATUS_BY_TEXT.get(code, 0) if not code.isdigit() else int(code)
-    return _json_int(code)
+        return (
+            _STATUS_BY_TEXT.get(code, 0) if not code.isdigit() else _json_int(code, "status.code", 0, _UINT32)
+        )
+    return _json_int(code, "status.code", 0, _UINT32)
 
 
 def _decode_json(raw: bytes) -> Iterator[_Decoded]:
+    _check_json_depth(raw)
     try:
         document = json.loads(raw) if raw.strip() else {}
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise OtlpDecodeError(f"Unable to parse the OTLP/JSON traces payload: {exc}.") from exc
     try:
         yield from _walk_json(document)
@@ -287,9 +355,11 @@ def _walk_json(document: Any) -> Iterator[_Decoded]:
                     parent_id=str(_get(span, "parentSpanId", "parent_span_id", "")).lower(),
                     name=str(span.get("name", "")),
                     trace_state=str(_get(span, "traceState", "trace_state", "")),
-                    flags=_json_int(span.get("flags", 0)),
-                    start=_json_int(_get(span, "startTimeUnixNano", "start_time_unix_nano", 0)),
-                    end=_json_int(_get(span, "endTimeUnixNano", "end_time_unix_nano", 0)),
+                    flags=_json_int(span.get("flags", 0), "flags", 0, _UINT32),
+                    start=_json_int(
+                        _get(span, "startTimeUnixNano", "start_time_unix_nano", 0), "startTimeUnixNano"
+                    ),
+                    end=_json_int(_get(span, "endTimeUnixNano", "end_time_unix_nano", 0), "endTimeUnixNano"),
                     status_code=_json_status_code(status),
                     status_message=status.get("message") or "",
                     attributes=attributes,
@@ -297,7 +367,7 @@ def _walk_json(document: Any) -> Iterator[_Decoded]:
                         (
                             str(e.get("name", "")),
                             _json_attributes(e.get("attributes")),
-                            _json_int(_get(e, "timeUnixNano", "time_unix_nano", 0)),
+                            _json_int(_get(e, "timeUnixNano", "time_unix_nano", 0), "events.timeUnixNano"),
                         )
                         for e in span.get("events") or ()
                     ],
@@ -306,7 +376,7 @@ def _walk_json(document: Any) -> Iterator[_Decoded]:
                             str(_get(link, "traceId", "trace_id", "")).lower(),
                             str(_get(link, "spanId", "span_id", "")).lower(),
                             str(_get(link, "traceState", "trace_state", "")),
-                            _json_int(link.get("flags", 0)),
+                            _json_int(link.get("flags", 0), "links.flags", 0, _UINT32),
                             _json_attributes(link.get("attributes")),
                         )
                         for link in span.get("links") or ()

@@ -38,6 +38,7 @@ __all__ = [
     "check_int_bound",
     "check_json_value",
     "check_limit",
+    "check_no_nul",
     "check_optional_number",
     "check_optional_str",
     "check_rollout_ids",
@@ -126,10 +127,27 @@ def _json_problem(value: object) -> str | None:
     return None
 
 
+def check_no_nul(name: str, value: str, error: type[InvalidRequestError] = InvalidRequestError) -> str:
+    """`value` unless it holds a NUL character (U+0000); then `error` naming `name`.
+
+    The rule of every backend for text a store keys, indexes or filters on (ids, span names, trace and
+    parent ids, filter strings): PostgreSQL text cannot hold NUL, so all backends refuse it alike
+    (docs/guarantees.md). NUL inside JSON values (inputs, metadata, attributes) is data and is kept.
+    """
+    if "\x00" in value:
+        raise error(
+            f"{name} contains a NUL character (U+0000) at index {value.index(chr(0))}; stores keep no NUL "
+            "in ids, names or filter text. Remove it, or put the text in a JSON value instead."
+        )
+    return value
+
+
 def check_optional_str(name: str, value: object) -> str | None:
-    """`value` if it is a string or None, else `InvalidRequestError`."""
-    if value is None or isinstance(value, str):
+    """`value` if it is a string without NUL (`check_no_nul`) or None, else `InvalidRequestError`."""
+    if value is None:
         return value
+    if isinstance(value, str):
+        return check_no_nul(name, value)
     raise InvalidRequestError(f"{name} must be a string or None, got {type(value).__name__} {value!r}.")
 
 
@@ -305,11 +323,15 @@ def validate_sort_order(value: object) -> Literal["asc", "desc"]:
     raise InvalidFilterError(f"Invalid sort_order {value!r}. Use 'asc' or 'desc'.")
 
 
+_SPAN_TEXT_FIELDS = ("rollout_id", "attempt_id", "span_id", "trace_id", "parent_id", "name")
+"""Span fields stores key or index as text: `check_no_nul` applies to them."""
+
+
 def validate_span(span: object) -> Span:
     """Return `span` if a store can key it, else raise `InvalidSpanError`.
 
     Requires an `agl_core.types.Span` with non-empty string ``rollout_id``, ``attempt_id`` and
-    ``span_id`` and an integer ``sequence_id >= 0``.
+    ``span_id``, an integer ``sequence_id >= 0`` and no NUL in the text fields stores index.
     """
     if span.__class__ is not Span and not isinstance(span, Span):  # (an ABC check: slower)
         raise InvalidSpanError(
@@ -339,6 +361,19 @@ def validate_span(span: object) -> Span:
         )
     if seq > MAX_STORE_INT:
         check_int_bound("Span sequence_id", seq, InvalidSpanError)
+    parent_id = span.parent_id
+    if (  # one test for the valid case
+        "\x00" in rollout_id
+        or "\x00" in attempt_id
+        or "\x00" in span_id
+        or "\x00" in (span.trace_id or "")
+        or "\x00" in (span.name or "")
+        or "\x00" in (parent_id or "")
+    ):
+        for field in _SPAN_TEXT_FIELDS:
+            text = getattr(span, field)
+            if text.__class__ is str:
+                check_no_nul(f"Span {field}", text, InvalidSpanError)
     attributes = span.attributes
     if attributes and (problem := _json_problem(attributes)) is not None:  # the name built only then
         raise InvalidRequestError(f"Span {span_id} attributes {problem}")

@@ -13,7 +13,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from agl_core.store.errors import (
     InvalidFilterError,
 )
-from agl_core.store.logic.checks import validate_filter_logic, validate_statuses
+from agl_core.store.logic.checks import check_no_nul, validate_filter_logic, validate_statuses
 from agl_core.types.status import RolloutMode
 
 if TYPE_CHECKING:
@@ -313,14 +313,20 @@ def build_predicate(normalized: NormalizedFilter) -> Callable[[Any], bool]:
 
 
 def _require_str(name: str, value: object) -> None:
-    if value is not None and value.__class__ is not str:
-        raise InvalidFilterError(f"{name} must be a string or None, got {value!r}.")
+    if value is not None:
+        if value.__class__ is not str:
+            raise InvalidFilterError(f"{name} must be a string or None, got {value!r}.")
+        check_no_nul(name, value, InvalidFilterError)
 
 
 def _id_list(name: str, value: object) -> Any:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InvalidFilterError(f"{name} must be a list of ids, e.g. ['ro-...'], not {value!r}.")
-    return _within_container(name, value)
+    ids = _within_container(name, value)
+    for item in ids:
+        if item.__class__ is str and "\x00" in item:
+            check_no_nul(name, item, InvalidFilterError)
+    return ids
 
 
 def rollout_query_filter(

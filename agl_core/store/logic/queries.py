@@ -14,6 +14,7 @@ from typing import Any
 from agl_core.store.errors import InvalidRequestError
 from agl_core.store.logic.checks import (
     check_json_value,
+    check_no_nul,
     check_optional_number,
     check_optional_str,
     copy_config,
@@ -49,9 +50,9 @@ __all__ = [
 
 
 def check_id(name: str, value: object) -> str:
-    """`value` if it is a string (an id), else `InvalidRequestError`."""
+    """`value` if it is a string (an id) without NUL (`check_no_nul`), else `InvalidRequestError`."""
     if value.__class__ is str or isinstance(value, str):
-        return value
+        return check_no_nul(name, value)
     raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")
 
 
@@ -183,7 +184,8 @@ def encode_rollout_update(
 
 def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
     """Check an `AttemptUpdate`; return it with its values validated and its metadata copied."""
-    if update.rollout_id.__class__ is not str or update.attempt_id.__class__ is not str:
+    rid, aid = update.rollout_id, update.attempt_id
+    if rid.__class__ is not str or aid.__class__ is not str or "\x00" in rid or "\x00" in aid:
         check_id("rollout_id", update.rollout_id)
         check_id("attempt_id", update.attempt_id)
     status, worker_id, heartbeat, metadata = (

@@ -14,7 +14,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from agl_core.store import InvalidRequestError
-from agl_core.store.logic import check_json_value
+from agl_core.store.logic import check_json_value, check_no_nul
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
@@ -184,19 +184,14 @@ def dump_json(name: str, value: Any) -> str:
             f"{name} must be JSON-serializable to be stored in PostgreSQL (dicts, lists, strings, numbers, "
             f"booleans, None or pydantic models); got {type(value).__name__}: {exc}"
         ) from None
-    if "\\u0000" in text:
-        raise InvalidRequestError(
-            f"{name} contains a NUL character (\\u0000), which PostgreSQL text cannot hold."
-        )
-    return text
+    return text  # a NUL in a JSON string is the escape \u0000 here, which PostgreSQL text holds
 
 
 def check_id(name: str, value: object) -> None:
     """Raise `InvalidRequestError` unless `value` is a string (an id)."""
     if not isinstance(value, str):
         raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__} {value!r}.")
-    if "\x00" in value:
-        raise InvalidRequestError(f"{name} must not contain a NUL character, got {value!r}.")
+    check_no_nul(name, value)  # the rule of every store: no NUL in ids (PostgreSQL text has none)
 
 
 def metadata_json(name: str, value: object) -> str | None:
