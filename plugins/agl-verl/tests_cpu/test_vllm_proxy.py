@@ -1,9 +1,10 @@
 """vLLM as a real proxy backend: chat, Responses and Messages requests through the agl proxy to
-``agl vllm serve`` (vLLM's CPU build), with the token ids vLLM returns recorded and checked against
+``vllm serve`` (vLLM's CPU build), with the token ids vLLM returns recorded and checked against
 vLLM's own tokenizer (its ``/tokenize`` and ``/detokenize`` endpoints)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -59,13 +60,13 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
 def vllm_url(
     model_dir: Path, child_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """``agl vllm serve`` on a free local port (bf16, eager), stopped after the module."""
-    agl = shutil.which("agl", path=str(Path(sys.executable).parent))
-    assert agl, "the venv has no `agl` command (pip install -e agl-core)"
+    """``vllm serve`` on a free local port (bf16, eager), stopped after the module."""
+    vllm = shutil.which("vllm", path=str(Path(sys.executable).parent))
+    assert vllm, "the venv has no `vllm` command (make .venv-verl-cpu/.installed)"
     port = _free_port()
     log = tmp_path_factory.mktemp("vllm") / "serve.log"
     cmd = [
-        agl, "vllm", "serve", str(model_dir), "--served-model-name", MODEL, "--host", "127.0.0.1",
+        vllm, "serve", str(model_dir), "--served-model-name", MODEL, "--host", "127.0.0.1",
         "--port", str(port), "--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "1024",
     ]  # fmt: skip
     with log.open("wb") as sink:
@@ -77,12 +78,17 @@ def vllm_url(
         _wait_healthy(proc, url, log)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # vLLM's engine processes are in the server's session
+        _signal_group(proc.pid, signal.SIGTERM)  # vLLM's engine processes are in the server's session
         try:
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _signal_group(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
 
 
 @pytest.fixture
