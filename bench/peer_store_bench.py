@@ -80,18 +80,6 @@ async def prepare(name: str, store: Any, count: int) -> Callable[[], Awaitable[i
                     await store.add_many_spans(spans[start : start + 100])
                 return len(spans)
 
-    elif name == "query_spans":
-        ((rollout_id, attempt_id),) = await start_many(store, 1)
-        await store.add_many_spans(make_spans([(rollout_id, attempt_id)], 20))
-
-        async def work() -> int:
-            result: Any = []
-            for _ in range(count):
-                result = await store.query_spans(rollout_id)
-            if count and len(result) != 20:
-                raise RuntimeError(f"query_spans returned {len(result)} spans instead of 20")
-            return count
-
     elif name == "update_attempt":
         targets = await start_many(store, count, worker="bench-worker")
 

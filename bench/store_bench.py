@@ -3,7 +3,7 @@
 Usage:
     python bench/store_bench.py --store memory|sqlite|http|postgres|mongo|<store URI>
         [--clients N] [--client-processes N] [--scale F] [--repeat R] [--server-store URI]
-        [--only OP ...] [--peer-python PYTHON] [--no-client-cache]
+        [--only OP ...] [--peer-python PYTHON]
 
 Prints JSON: per operation the wall-clock ``rate`` (ops/s; spans/s for add_many_spans), for in-process
 clients also ``rate_per_client_cpu_second`` (units per CPU-second of the benchmark process: the same
@@ -20,14 +20,8 @@ third or more between minutes. The fixed reference numbers stay the targets of r
 
 Operations (counts at ``--scale 1``): 10k ``enqueue_rollout``; 10k ``dequeue_rollout`` (each claim
 starts an attempt); 100k ``add_span``; 100k spans through ``add_many_spans`` in batches of 100;
-10k ``query_spans`` of one rollout holding 20 spans; 10k ``update_attempt`` (each sets a worker's
+10k ``update_attempt`` (each sets a worker's
 attempt to ``succeeded``, which propagates to the rollout and the worker).
-
-Over HTTP the ``query_spans`` workload reads the same rollout again and again, so from the second call
-on the client revalidates its kept page with ``If-None-Match`` and the server answers ``304 Not
-Modified`` (the client's span-page cache, see `agl_core.store.http.client`). ``--no-client-cache``
-measures the other case, every answer transferred and decoded in full (a page that changed, or a
-client that reads each page once); report both.
 
 Honesty rules: every operation runs on a fresh store (``memory``: a new instance; ``sqlite``: a new
 temporary file; ``http``: a new ``agl store serve`` process backed by ``--server-store``) whose state
@@ -69,7 +63,6 @@ REFERENCE_IN_MEMORY: dict[str, float] = {
     "dequeue_rollout": 3041,
     "add_span": 4668,
     "add_many_spans": 5606,
-    "query_spans": 2646,
     "update_attempt": 5763,
 }
 """Agent Lightning 0.3.0 `InMemoryLightningStore` on this machine (ops/s; spans/s for add_many_spans)."""
@@ -79,7 +72,6 @@ REFERENCE_HTTP_ONE_CLIENT: dict[str, float] = {
     "dequeue_rollout": 407,
     "add_span": 318,
     "add_many_spans": 327,
-    "query_spans": 151,
     "update_attempt": 376,
 }
 """Agent Lightning 0.3.0 over HTTP with one client on this machine (same units)."""
@@ -328,21 +320,6 @@ async def work_add_many_spans(store: LightningStore, spans: list[Span]) -> int:
     return added
 
 
-async def prep_query(store: LightningStore, count: int, clients: int) -> list[Any]:
-    ((rollout_id, attempt_id),) = await start_many(store, 1)
-    await store.add_many_spans(make_spans([(rollout_id, attempt_id)], 20))
-    return [(rollout_id, len(chunk)) for chunk in split(list(range(count)), clients)]
-
-
-async def work_query(store: LightningStore, built: tuple[str, int]) -> int:
-    rollout_id, count = built
-    for _ in range(count):
-        result = await store.query_spans(rollout_id)
-    if count and len(result) != 20:
-        raise RuntimeError(f"query_spans returned {len(result)} spans instead of 20")
-    return count
-
-
 async def prep_update(store: LightningStore, count: int, clients: int) -> list[Any]:
     started = await start_many(store, count, worker="bench-worker")
     return split(started, clients)
@@ -363,20 +340,11 @@ OPERATIONS: list[Operation] = [
     Operation("dequeue_rollout", "ops/s", prep_dequeue, identity, work_dequeue),
     Operation("add_span", "ops/s", prep_spans, build_spans, work_add_span),
     Operation("add_many_spans", "spans/s", prep_spans, build_spans, work_add_many_spans),
-    Operation("query_spans", "ops/s", prep_query, identity, work_query),
     Operation("update_attempt", "ops/s", prep_update, identity, work_update),
 ]
 
 
 # ---------------------------------------------------------------------------------------------- running
-
-
-def store_options(uri: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of `open_store` for the measured clients: ``--no-client-cache`` turns off the
-    HTTP client's span pages (every ``query_spans`` then transfers and decodes its whole answer)."""
-    if uri.startswith(("http://", "https://")) and args.no_client_cache:
-        return {"cache_span_pages": False}
-    return {}
 
 
 async def run_in_process(
@@ -470,7 +438,7 @@ async def measure(op: Operation, source: StoreSource, args: argparse.Namespace) 
     cpu_rates: list[float] = []
     for _ in range(args.repeat):
         async with source.fresh() as uri:
-            options = store_options(uri, args)
+            options: dict[str, Any] = {}
             if args.client_processes > 1:
                 done, elapsed = await run_in_processes(op, uri, options, count, args.client_processes)
             else:
@@ -532,7 +500,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "client_processes": args.client_processes,
         "scale": args.scale,
         "repeat": args.repeat,
-        "client_span_page_cache": not args.no_client_cache if source.kind == "http" else None,
         "python": sys.version.split()[0],
         "cpu_count": os.cpu_count(),
         "results": results,
@@ -567,11 +534,6 @@ def main() -> None:
     )
     parser.add_argument(
         "--only", nargs="*", choices=[o.name for o in OPERATIONS], help="measure only these operations"
-    )
-    parser.add_argument(
-        "--no-client-cache",
-        action="store_true",
-        help="http: the client keeps no span pages, so every query_spans is answered and decoded in full",
     )
     parser.add_argument(
         "--peer-python",

@@ -13,7 +13,6 @@ OPERATION_COUNTS: dict[str, int] = {
     "dequeue_rollout": 10_000,
     "add_span": 100_000,
     "add_many_spans": 100_000,
-    "query_spans": 10_000,
     "update_attempt": 10_000,
 }
 """How many times each operation runs at ``--scale 1`` (spans for the span operations)."""

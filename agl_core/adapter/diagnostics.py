@@ -7,6 +7,7 @@ counts, one :class:`TripletSummary` per triplet, and :class:`Problem` s, each wi
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field, computed_field
 
 from agl_core.adapter.genai import (
     completion_messages,
+    is_proxy_llm_span,
     prompt_messages,
     prompt_token_ids,
     response_token_ids,
@@ -24,6 +26,9 @@ from agl_core.adapter.genai import (
 )
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
+from agl_core.semconv import AGL_LLM_REFUSED as PROXY_REFUSED
+from agl_core.semconv import AGL_LLM_REQUEST_DROPPED as PROXY_REQUEST_DROPPED
+from agl_core.semconv import AGL_LLM_SIDE_CALL as PROXY_SIDE_CALL
 from agl_core.semconv import AGL_LLM_TOKEN_IDS_MISSING
 from agl_core.types import Span, Triplet
 
@@ -42,8 +47,12 @@ __all__ = [
 Severity = Literal["error", "warning", "info"]
 """``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
-DropReason = Literal["agent_mismatch", "in_reward", "duplicate", "nested", "no_token_ids", "not_joined"]
-"""Why an LLM-call span produced no triplet."""
+DropReason = Literal[
+    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined", "side_call"
+]
+"""Why an LLM-call span produced no triplet. ``duplicate`` / ``nested``: the same path recorded the call
+twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read;
+``side_call``: the proxy marked it a harness side call."""
 
 _LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
 _FIX_TOKEN_IDS = (
@@ -99,7 +108,9 @@ class AdaptRecord:
     """Everything an adapter run decided, as input to :func:`build_report`.
 
     ``llm_spans`` and ``rewards`` are None when the adapter did not track them (the report then derives
-    what it can from the triplets). ``llm_call_match`` is the span-name regex that found LLM calls, if any.
+    what it can from the triplets). ``llm_calls`` is the number of model calls those spans record (several
+    records of one call count once; None: one per span). ``llm_call_match`` is the span-name regex that
+    found LLM calls, if any.
     """
 
     adapter: str
@@ -114,6 +125,7 @@ class AdaptRecord:
     max_response_length: int | None = None
     extra_problems: list[Problem] = field(default_factory=list)
     llm_call_match: str | None = None
+    llm_calls: int | None = None
 
 
 class Problem(BaseModel):
@@ -152,6 +164,7 @@ class AdapterReport(BaseModel):
     span_names: dict[str, int] = Field(default_factory=dict)
     agent_names: list[str] = Field(default_factory=list)
     llm_span_count: int = 0
+    """Model calls found: several records of one call (framework, tracer, proxy) count once."""
     triplets: list[TripletSummary] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
 
@@ -222,6 +235,12 @@ def _no_llm_problem(record: AdaptRecord) -> Problem:
     seen = [name for name, _ in names.most_common()]
     count = len(record.spans)
     message = f"No LLM-call span among the {count} spans of this rollout (span names seen: {_names(seen)})."
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        message += (
+            " OTEL_SDK_DISABLED=true is set in this environment: OpenTelemetry providers the application "
+            "builds record nothing under it (agl's own providers keep recording), so spans of a framework's "
+            "own instrumentation are missing."
+        )
     pattern = record.llm_call_match
     lookalikes = [name for name in seen if _LLM_LOOKALIKE.search(name)]
     if pattern and lookalikes:
@@ -285,8 +304,14 @@ def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
         ),
         "nested": (
             "nested_llm_calls",
-            "{n} LLM-call spans record the same call as a span they are nested in (or wrap) and were "
-            "skipped; the record with token ids / response id was kept.",
+            "{n} LLM-call spans record the same call as a span they are nested in (or wrap): two "
+            "instrumentations traced each call. Each call was used once, from its record with token ids "
+            "(else response id).",
+        ),
+        "side_call": (
+            "side_calls",
+            "{n} LLM calls are harness side calls (marked agl.llm.side_call by the proxy, e.g. a session "
+            "title) and were left out.",
         ),
         "not_joined": (
             "proxy_calls_not_joined",
@@ -322,8 +347,12 @@ def _unreadable_problems(llm_spans: Sequence[Span]) -> list[Problem]:
             message=f"{len(unread)} LLM-call spans carry no prompt or completion agl can read (kept as they "
             f"are). Span {first.name!r} ({first.span_id}) has attribute keys: {keys}; events: {events}.",
             fix="Turn on the instrumentation's content capture (e.g. "
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, or OpenInference's hide-inputs "
-            "settings off), or report the attribute keys above so agl learns this shape.",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true -- agl also reads content sent as "
+            "OpenTelemetry log records, as Google ADK does; Semantic Kernel: "
+            "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and OpenTelemetry's "
+            "LoggingHandler on the 'semantic_kernel' logger at INFO; OpenInference's hide-inputs settings "
+            "off), or route the calls through the agl LLM proxy, or report the attribute keys above so agl "
+            "learns this shape.",
             span_ids=[s.span_id for s in unread],
         )
     ]
@@ -341,7 +370,9 @@ def _recorded_missing_id_reasons(spans: Sequence[Span], span_ids: set[str]) -> l
 
 def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) -> list[Problem]:
     problems: list[Problem] = []
-    no_ids = [d for d in record.dropped if d.reason == "no_token_ids"]
+    no_ids = [
+        d for d in record.dropped if d.reason == "no_token_ids" and not d.span.attributes.get(PROXY_REFUSED)
+    ]
     missing = [s for s in summaries if s.prompt_tokens == 0 or s.response_tokens == 0]
     if missing or no_ids:
         kinds = {"prompt" for s in missing if s.prompt_tokens == 0}
@@ -422,6 +453,82 @@ def _reward_problems(record: AdaptRecord, has_triplets: bool) -> list[Problem]:
     return problems
 
 
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+"""Chat roles a training sample may carry (OpenAI's)."""
+
+
+def _sample_problems(triplets: Sequence[Triplet]) -> list[Problem]:
+    """Triplets no trainer can use as they are: invalid roles, an empty prompt, the same call twice."""
+    problems: list[Problem] = []
+    bad_roles: dict[str, list[str]] = {}
+    empty: list[str] = []
+    repeated: list[str] = []
+    seen: set[str] = set()
+    for triplet in triplets:
+        span_id = str(triplet.metadata.get("span_id", ""))
+        prompt = triplet.prompt.get("raw_content") if isinstance(triplet.prompt, dict) else None
+        response = triplet.response.get("raw_content") if isinstance(triplet.response, dict) else None
+        messages = [
+            m
+            for m in [
+                *(prompt if isinstance(prompt, list) else []),
+                *(response if isinstance(response, list) else []),
+            ]
+            if isinstance(m, dict)
+        ]
+        for role in {str(m.get("role")) for m in messages} - VALID_ROLES:
+            bad_roles.setdefault(role, []).append(span_id)
+        has_ids = isinstance(triplet.prompt, dict) and bool(triplet.prompt.get("token_ids"))
+        prompt_list = prompt if isinstance(prompt, list) else []
+        if not has_ids and not any(
+            isinstance(m, dict) and (m.get("content") or m.get("tool_calls")) for m in prompt_list
+        ):
+            empty.append(span_id)
+        rid = triplet.metadata.get("response_id")
+        if isinstance(rid, str):
+            if rid in seen:
+                repeated.append(span_id)
+            seen.add(rid)
+    if bad_roles:
+        shown = ", ".join(repr(role) for role in sorted(bad_roles))
+        problems.append(
+            Problem(
+                code="invalid_roles",
+                severity="error",
+                message=f"Messages with roles no chat template knows: {shown} (valid: "
+                f"{', '.join(sorted(VALID_ROLES))}).",
+                fix="Record roles as plain strings (an enum's value, not its repr), or report the framework "
+                "so agl learns its roles.",
+                span_ids=sorted({i for ids in bad_roles.values() for i in ids}),
+            )
+        )
+    if empty:
+        problems.append(
+            Problem(
+                code="empty_prompt",
+                severity="error",
+                message=f"{len(empty)} of {len(triplets)} triplets have neither prompt messages nor prompt "
+                "token ids, so nothing conditions their response.",
+                fix="Turn on the instrumentation's content capture (e.g. "
+                "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true), or route the calls through the "
+                "agl LLM proxy, which records the request as sent.",
+                span_ids=empty,
+            )
+        )
+    if repeated:
+        problems.append(
+            Problem(
+                code="duplicate_samples",
+                severity="error",
+                message=f"{len(repeated)} triplets repeat a response id of an earlier triplet: one model "
+                "call would be trained on twice.",
+                fix="Report the spans named here: agl should have merged these records of one call.",
+                span_ids=repeated,
+            )
+        )
+    return problems
+
+
 def _continuity_problems(triplets: Sequence[Triplet]) -> list[Problem]:
     """Calls that continue an earlier call's conversation but re-tokenized its reply differently.
 
@@ -459,6 +566,76 @@ def _continuity_problems(triplets: Sequence[Triplet]) -> list[Problem]:
     return problems
 
 
+def _conversations(spans: Sequence[Span]) -> int:
+    """Distinct conversations among the proxy-recorded calls with prompt ids (side calls excluded): a call
+    whose prompt starts with an earlier call's prompt continues that call's conversation."""
+    heads: list[list[int]] = []
+    calls = [
+        s
+        for s in spans
+        if is_proxy_llm_span(s) and s.attributes.get(PROXY_SIDE_CALL) is None and prompt_token_ids(s)
+    ]
+    for span in sorted(calls, key=lambda s: s.sequence_id):
+        prompt = prompt_token_ids(span) or []
+        for index, head in enumerate(heads):
+            if prompt[: len(head)] == head:
+                heads[index] = prompt
+                break
+        else:
+            heads.append(prompt)
+    return len(heads)
+
+
+def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
+    """What the LLM proxy recorded about its own handling: refusals, dropped fields, conversations."""
+    problems: list[Problem] = []
+    refused = [s for s in spans if s.attributes.get(PROXY_REFUSED)]
+    if refused:
+        reasons = Counter(
+            f"HTTP {s.attributes.get('http.response.status_code')}: {s.status.description or 'no reason'}"
+            for s in refused
+        )
+        shown = "; ".join(f"{reason} (x{n})" for reason, n in reasons.most_common(3))
+        problems.append(
+            Problem(
+                code="proxy_refused",
+                severity="error",
+                message=f"The LLM proxy refused {len(refused)} request(s) of this rollout: {shown}.",
+                fix="The agent's calls do reach the proxy; change the request (or the proxy's options, "
+                "see docs/llm-proxy.md) so that the proxy can translate it.",
+                span_ids=[s.span_id for s in refused],
+            )
+        )
+    dropped: Counter[str] = Counter()
+    for span in spans:
+        fields = span.attributes.get(PROXY_REQUEST_DROPPED)
+        if isinstance(fields, (list, tuple)):
+            dropped.update(str(f) for f in fields)
+    if dropped:
+        shown = ", ".join(f"{name} (x{n})" for name, n in dropped.most_common(8))
+        problems.append(
+            Problem(
+                code="proxy_dropped_fields",
+                severity="info",
+                message=f"The LLM proxy did not carry these request fields to the chat backend: {shown}.",
+                fix="Each span lists them in agl.llm.request.dropped; docs/llm-proxy.md says what they mean.",
+            )
+        )
+    conversations = _conversations([s for s in spans if not s.attributes.get(PROXY_REFUSED)])
+    if conversations > 1:
+        problems.append(
+            Problem(
+                code="several_conversations",
+                severity="info",
+                message=f"The LLM calls of this rollout form {conversations} distinct conversations (a call "
+                "whose prompt does not start with an earlier call's prompt starts a new one): sub-agents or "
+                "harness side calls.",
+                fix="If some are side calls, mark them: `agl proxy serve --side-call-model PATTERN`.",
+            )
+        )
+    return problems
+
+
 def build_report(record: AdaptRecord) -> AdapterReport:
     """Turn an adapter run into its report (counts, triplet summaries, problems with fixes)."""
     summaries = _summaries(record.triplets)
@@ -467,6 +644,8 @@ def build_report(record: AdaptRecord) -> AdapterReport:
         {s.span_id for s in llm_spans} if llm_spans is not None else {s.span_id or "" for s in summaries}
     )
     llm_count = len(llm_spans) if llm_spans is not None else len(summaries)
+    if record.llm_calls is not None:
+        llm_count = record.llm_calls
     kinds = Counter(_kind(span, llm_ids) for span in record.spans)
     names = Counter(span.name for span in record.spans)
     report = AdapterReport(
@@ -495,12 +674,14 @@ def build_report(record: AdaptRecord) -> AdapterReport:
     elif llm_count == 0 and not record.extra_problems:
         problems.append(_no_llm_problem(record))
     problems += record.extra_problems
-    repeats = {d.span.span_id for d in record.dropped if d.reason in ("nested", "duplicate")}
+    problems += proxy_problems(record.spans)
+    repeats = {d.span.span_id for d in record.dropped if d.reason in ("nested", "duplicate", "merged")}
     problems += _unreadable_problems([s for s in llm_spans or [] if s.span_id not in repeats])
     problems += _drop_problems(record, llm_count)
     problems += _token_problems(record, summaries)
     if record.spans:
         problems += _reward_problems(record, bool(summaries))
+    problems += _sample_problems(record.triplets)
     problems += _continuity_problems(record.triplets)
     lacking = [s for s in summaries if not s.has_logprobs]
     if summaries and lacking and len(lacking) < len(summaries):

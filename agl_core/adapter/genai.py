@@ -67,6 +67,7 @@ __all__ = [
     "llm_shape",
     "logprobs",
     "model",
+    "normalize_role",
     "prompt_messages",
     "prompt_token_ids",
     "read_llm_call",
@@ -233,6 +234,34 @@ def _loads(value: Any, span: Span, key: str, strict: bool) -> Any:
         return value
 
 
+_ROLE_ALIASES = {
+    "human": "user",
+    "ai": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "chatbot": "assistant",
+    "tool-call": "assistant",
+    "tool_call": "assistant",
+    "tool-response": "tool",
+    "tool_response": "tool",
+    "ipython": "tool",
+}
+
+
+def normalize_role(role: Any, default: str = "user") -> str:
+    """A chat role as OpenAI spells it: an enum or its repr (``MessageRole.SYSTEM``) becomes its value
+    (``system``), case is folded and other frameworks' names are mapped (``human`` -> ``user``,
+    ``model``/``ai`` -> ``assistant``, ``tool-response`` -> ``tool``). Unknown roles are kept (lower case)."""
+    value = getattr(role, "value", role)
+    if value is None or value == "":
+        return default
+    text = str(value).strip()
+    if "." in text and not text.startswith("."):  # "MessageRole.SYSTEM", "Role.user"
+        text = text.rsplit(".", 1)[1]
+    text = text.lower()
+    return _ROLE_ALIASES.get(text, text)
+
+
 def _arguments_json(arguments: Any) -> str:
     if arguments is None:
         return "{}"
@@ -264,15 +293,38 @@ def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
     return parts
 
 
+def _gemini_part(part: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A Gemini ``Part`` (``text`` / ``function_call`` / ``function_response``, as google-genai dumps it)
+    as a GenAI part; any other part is returned as it is."""
+    if "type" in part:
+        return part
+    call = part.get("function_call")
+    if isinstance(call, Mapping):
+        return {
+            "type": "tool_call",
+            "id": call.get("id"),
+            "name": call.get("name"),
+            "arguments": call.get("args"),
+        }
+    response = part.get("function_response")
+    if isinstance(response, Mapping):
+        return {"type": "tool_call_response", "id": response.get("id"), "response": response.get("response")}
+    if isinstance(part.get("text"), str) and not part.get("thought"):
+        return {"type": "text", "content": part["text"]}
+    return part
+
+
 def _from_genai(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """OpenAI messages for one GenAI "parts" message (tool responses become ``tool`` messages)."""
-    role = str(message.get("role") or "user")
+    """OpenAI messages for one GenAI "parts" message, or a Gemini ``Content`` (tool responses become
+    ``tool`` messages)."""
+    role = normalize_role(message.get("role"))
     content: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     tool_messages: list[dict[str, Any]] = []
     for part in message.get("parts") or []:
         if not isinstance(part, Mapping):
             continue
+        part = _gemini_part(part)
         kind = part.get("type")
         if kind == "text":
             content.append({"type": "text", "text": str(part.get("content", ""))})
@@ -319,7 +371,7 @@ def _legacy_tool_call(call: Mapping[str, Any]) -> dict[str, Any]:
 
 def _from_openai_like(message: Mapping[str, Any]) -> dict[str, Any]:
     """Normalize an OpenAI-style (Agent Lightning 0.3) message dict."""
-    out: dict[str, Any] = {"role": str(message.get("role") or "user")}
+    out: dict[str, Any] = {"role": normalize_role(message.get("role"))}
     content = message.get("content")
     out["content"] = _legacy_content(content) if content is not None else None
     tool_calls = message.get("tool_calls")
@@ -406,6 +458,15 @@ def prompt_messages(span: Span, *, strict: bool = False) -> list[dict[str, Any]]
     if messages is None and span.events:
         messages = _event_messages(span, "prompt", strict)
     system = span.attributes.get("gen_ai.system_instructions")
+    if system is None and span.events:  # carried by the event that carried the messages (Google ADK)
+        system = next(
+            (
+                e.attributes["gen_ai.system_instructions"]
+                for e in span.events
+                if "gen_ai.system_instructions" in e.attributes
+            ),
+            None,
+        )
     if isinstance(system, str):
         parts = _loads(system, span, "gen_ai.system_instructions", strict)
         if isinstance(parts, list):
@@ -500,6 +561,10 @@ def _event_body(attributes: Mapping[str, Any], span: Span, strict: bool) -> dict
     return dict(body) if isinstance(body, Mapping) else {}
 
 
+def _is_gemini_content(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("parts"), list)
+
+
 def _event_messages(
     span: Span, which: Literal["prompt", "completion"], strict: bool
 ) -> list[dict[str, Any]] | None:
@@ -515,7 +580,11 @@ def _event_messages(
                 return converted
         if which == "prompt" and event.name in _MESSAGE_EVENTS:
             body = _event_body(attributes, span, strict)
-            body.setdefault("role", _MESSAGE_EVENTS[event.name])
+            role = _MESSAGE_EVENTS[event.name]
+            if _is_gemini_content(body.get("content")):  # Google ADK: {"content": Content.model_dump()}
+                found.extend(_from_genai({"role": role, **body["content"]}))
+                continue
+            body.setdefault("role", role)
             if "id" in body and body["role"] == "tool":
                 body.setdefault("tool_call_id", body.pop("id"))
             found.append(_from_openai_like(body))
@@ -523,6 +592,9 @@ def _event_messages(
             body = _event_body(attributes, span, strict)
             message = body.get("message")
             message = _loads(message, span, "message", strict) if isinstance(message, str) else message
+            if message is None and _is_gemini_content(body.get("content")):
+                found.extend(_from_genai({**body["content"], "role": "assistant"}))
+                continue
             found.append(
                 _from_openai_like({"role": "assistant", **(message if isinstance(message, Mapping) else {})})
             )

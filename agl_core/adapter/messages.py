@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 
 from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceAdapter, to_spans
+from agl_core.adapter.call_records import group_llm_calls, nearest_llm_ancestors
 from agl_core.types import Span, SpanLike
 
 __all__ = ["OpenAIMessages", "TraceToMessages"]
@@ -47,72 +48,56 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
     Content comes from the GenAI JSON attributes (``gen_ai.input.messages`` / ``gen_ai.output.messages``,
     ``gen_ai.request.tools``) or Agent Lightning 0.3's flattened ``gen_ai.prompt.*`` /
     ``gen_ai.completion.*`` / ``gen_ai.request.functions.*``, and every other shape the normalisation layer
-    reads (:mod:`agl_core.adapter.genai`: OpenInference, OpenLLMetry, span events). A call recorded twice
-    appears once: by response id (the tracer and the LLM proxy), or as the same sample from a span nested
-    in another (a framework's LLM span around agl's). Spans without recorded prompt and output messages
-    are skipped. Each choice of a call with several becomes its own sample. Tool calls without a recorded
-    assistant tool call are taken from child spans' ``tool.*`` attributes. A malformed attribute raises
-    ``ValueError`` naming the span.
+    reads (:mod:`agl_core.adapter.genai`: OpenInference, OpenLLMetry, span events). Only LLM-call spans
+    (:func:`~agl_core.adapter.genai.is_llm_span`) give samples -- never an agent span such as
+    ``invoke_agent``. A call recorded several times (a framework's span, agl's, the LLM proxy's) gives one
+    sample, read from its richest record -- the proxy's exact record when there is one
+    (:func:`~agl_core.adapter.call_records.group_llm_calls`). Calls without recorded prompt and output
+    messages are skipped. Each choice of a call with several becomes its own sample. Tool calls without a
+    recorded assistant tool call are taken from child spans' ``tool.*`` attributes. A malformed attribute
+    raises ``ValueError`` naming the span.
     """
 
     def adapt(self, source: Sequence[SpanLike]) -> list[OpenAIMessages]:
-        """Samples in call order (start time, then sequence id)."""
+        """Samples in call order (start time of the call's first record, then sequence id)."""
         spans = to_spans(source)
         children: dict[str, list[Span]] = {}
-        parents: dict[str, str] = {}
         for span in spans:
             if span.parent_id:
                 children.setdefault(span.parent_id, []).append(span)
-                parents[span.span_id] = span.parent_id
-        producers: dict[str, list[OpenAIMessages]] = {}  # span id -> the samples it gave
-        seen: set[str] = set()
+        llm = sorted(
+            (s for s in spans if _genai.is_llm_span(s)),
+            key=lambda s: (s.start_time is None, s.start_time or 0.0, s.sequence_id),
+        )
+        enclosing = nearest_llm_ancestors(spans, {s.span_id for s in llm})
         samples: list[OpenAIMessages] = []
-        for span in sorted(spans, key=lambda s: (s.start_time is None, s.start_time or 0.0, s.sequence_id)):
-            prompt = _genai.prompt_messages(span, strict=True)
+        for call in group_llm_calls(llm, enclosing):
+            records = [call.best, *call.extra]
+            prompt = next(
+                (m for s in records if (m := _genai.prompt_messages(s, strict=True)) is not None), None
+            )
             if prompt is None:
                 continue
-            rid = _genai.response_id(span)
-            if rid is not None:
-                if rid in seen:
-                    continue
-                seen.add(rid)
-            tools = _genai.request_tools(span, strict=True)
-            for choice in _genai.completion_messages(span, strict=True) or []:
+            replied = next(
+                ((s, m) for s in records if (m := _genai.completion_messages(s, strict=True)) is not None),
+                None,
+            )
+            if replied is None:
+                continue
+            _, choices = replied
+            tools = next((t for s in records if (t := _genai.request_tools(s, strict=True))), None)
+            for choice in choices:
                 reply = {"role": "assistant", **{k: v for k, v in choice.items() if k != "role"}}
                 if not reply.get("tool_calls"):
-                    legacy = _legacy_tool_calls(children.get(span.span_id, []))
+                    legacy = [c for s in records for c in _legacy_tool_calls(children.get(s.span_id, []))]
                     if legacy:
                         reply["tool_calls"] = legacy
-                sample: OpenAIMessages = {
-                    "messages": [dict(m) for m in prompt] + [reply],
-                    "tools": tools or None,
-                }
-                outer = producers.keys() & _ancestors(span.span_id, parents) if producers else ()
-                if outer and _key(sample) in {_key(s) for o in outer for s in producers[o]}:
-                    continue  # the same call, recorded again inside a span that gave this sample
-                producers.setdefault(span.span_id, []).append(sample)
-                samples.append(sample)
+                samples.append({"messages": [dict(m) for m in prompt] + [reply], "tools": tools or None})
         return samples
 
 
-def _key(sample: OpenAIMessages) -> str:
-    return json.dumps(sample["messages"], sort_keys=True, default=str)
-
-
-def _ancestors(span_id: str, parents: dict[str, str]) -> set[str]:
-    """The ids of the span's ancestors (cycles cut)."""
-    found: set[str] = set()
-    current = parents.get(span_id)
-    while current is not None and current not in found:
-        found.add(current)
-        current = parents.get(current)
-    return found
-
-
+# 0.3's helpers of this module live in the compatibility module messages_03 (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3's helpers of this module live in the compatibility module messages_03.
-    if name in ("convert_to_openai_messages", "group_genai_dict"):
-        from agl_core.adapter import messages_03
+    from agl_core._moved03 import moved_name
 
-        return getattr(messages_03, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -2,7 +2,8 @@
 
 The proxy records every request with the exact token ids the model server returned, so these triplets
 are the reliable ones for RL. Tracer spans (when present) add *which agent* made each call: a proxy call
-and a tracer LLM span with the same ``gen_ai.response.id`` are the same call. Timestamps are never used,
+and a tracer LLM span are the same call by the rules of :mod:`agl_core.adapter.call_records` (the same
+``gen_ai.response.id``, else the same completion). Timestamps are never used,
 because the proxy and the agent may run on machines with different clocks: order is the store's
 per-rollout ``sequence_id``.
 """
@@ -15,6 +16,7 @@ from typing import Any
 
 from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceToTripletBase, to_spans
+from agl_core.adapter.call_records import group_llm_calls, richness
 from agl_core.adapter.diagnostics import (
     AdapterReport,
     AdaptRecord,
@@ -26,6 +28,7 @@ from agl_core.adapter.diagnostics import (
 from agl_core.adapter.trace_tree import TraceTree, agent_name
 from agl_core.adapter.triplet import DEFAULT_LLM_CALL_MATCH
 from agl_core.emitter import get_reward_value
+from agl_core.semconv import AGL_LLM_SIDE_CALL
 from agl_core.types import Span, SpanLike, Triplet
 
 __all__ = ["LlmProxyTraceToTriplet"]
@@ -80,25 +83,42 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
         record = self._run(to_spans(source))
         return record.triplets, build_report(record)
 
-    def _tracer_calls(self, spans: list[Span]) -> tuple[dict[str, tuple[Span, str | None]], list[str]]:
-        """Tracer LLM spans by response id, each with its nearest enclosing agent; and all agent names."""
+    def _tracer_calls(self, spans: list[Span]) -> tuple[dict[str, tuple[Span, str | None]], list[str], int]:
+        """Proxy span id -> its tracer twin (another record of the same call, see
+        :func:`~agl_core.adapter.call_records.group_llm_calls`) with the twin's nearest enclosing agent;
+        all agent names; and how many LLM spans the tracer recorded."""
         tracer = [s for s in spans if not _genai.is_proxy_llm_span(s)]
         if not tracer:
-            return {}, []
-        found: dict[str, tuple[Span, str | None]] = {}
+            return {}, [], 0
+        llm: list[tuple[Span, str | None]] = []
         agents: dict[str, None] = {}
-        stack: list[tuple[Any, str | None]] = [(TraceTree.from_spans(tracer).root, None)]
+        enclosing: dict[str, str] = {}
+        stack: list[tuple[Any, str | None, str | None]] = [(TraceTree.from_spans(tracer).root, None, None)]
         while stack:
-            node, agent = stack.pop()
+            node, agent, in_llm = stack.pop()
             name = None if node.virtual else agent_name(node.span)
             if name is not None:
                 agent = name
                 agents.setdefault(name, None)
-            rid = _genai.response_id(node.span)
-            if not node.virtual and rid and self._is_tracer_llm_call(node.span):
-                found.setdefault(rid, (node.span, agent))
-            stack.extend((child, agent) for child in reversed(node.children))
-        return found, list(agents)
+            if not node.virtual and self._is_tracer_llm_call(node.span):
+                llm.append((node.span, agent))
+                if in_llm is not None:
+                    enclosing[node.span.span_id] = in_llm
+                in_llm = node.span.span_id
+            stack.extend((child, agent, in_llm) for child in reversed(node.children))
+        agent_of = {span.span_id: agent for span, agent in llm}
+        proxy = [s for s in spans if _genai.is_proxy_llm_span(s)]
+        twins: dict[str, tuple[Span, str | None]] = {}
+        for call in group_llm_calls([span for span, _ in llm] + proxy, enclosing):
+            ours = [s for s in call.spans if s.span_id in agent_of and not _genai.is_proxy_llm_span(s)]
+            if not ours:
+                continue
+            twin = max(ours, key=richness)
+            agent = next((agent_of[s.span_id] for s in ours if agent_of[s.span_id] is not None), None)
+            for span in call.spans:
+                if _genai.is_proxy_llm_span(span):
+                    twins[span.span_id] = (twin, agent)
+        return twins, list(agents), len(llm)
 
     def _is_tracer_llm_call(self, span: Span) -> bool:
         """LLM calls by attributes with the default ``llm_call_match``, else by name or 0.3 name alias."""
@@ -110,7 +130,7 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
 
     def _run(self, spans: list[Span]) -> AdaptRecord:
         ordered = [span for _, span in sorted(enumerate(spans), key=lambda p: (p[1].sequence_id, p[0]))]
-        tracer, agents = self._tracer_calls(ordered)
+        tracer, agents, tracer_llm_count = self._tracer_calls(ordered)
         record = AdaptRecord(
             adapter=type(self).__name__,
             spans=spans,
@@ -154,13 +174,13 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
                     else "no proxy-recorded LLM call was found in this rollout"
                 )
         record.triplets = [self._triplet(item) for item in items]
-        if not record.llm_spans and tracer:
+        if not record.llm_spans and tracer_llm_count:
             record.extra_problems.append(
                 Problem(
                     code="no_proxy_spans",
                     severity="error",
                     message="No call recorded by the LLM proxy in this rollout, but the tracer recorded "
-                    f"{len(tracer)} LLM calls.",
+                    f"{tracer_llm_count} LLM calls.",
                     fix="Point the agent's base_url at the LLM proxy resource (ProxyLLM), or use the "
                     "'triplet' adapter.",
                 )
@@ -175,11 +195,14 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
         record: AdaptRecord,
     ) -> _Item | None:
         """The usable call of one proxy span, or None after recording why it was dropped."""
+        if span.attributes.get(AGL_LLM_SIDE_CALL) is not None:
+            record.dropped.append(DroppedCall(span, "side_call", str(span.attributes[AGL_LLM_SIDE_CALL])))
+            return None
         rid = _genai.response_id(span)
         if rid is not None and rid in seen:
             record.dropped.append(DroppedCall(span, "duplicate", f"same as span {seen[rid]}"))
             return None
-        twin_span, agent = tracer.get(rid, (None, None)) if rid else (None, None)
+        twin_span, agent = tracer.get(span.span_id, (None, None))
         if agent is None:
             agent = agent_name(span)
         prompt_ids, response_ids = _genai.prompt_token_ids(span), _genai.response_token_ids(span)

@@ -1,9 +1,11 @@
 """``TracerTraceToTriplet``: one rollout's tracer spans → (prompt, response, reward) triplets.
 
 Pipeline: build the :class:`~agl_core.adapter.trace_tree.TraceTree` (optionally repairing the
-hierarchy), select LLM-call spans (``llm_call_match``, ``agent_match``, not inside reward spans, one per
-response id), turn each into a :class:`~agl_core.types.Triplet`, then give each reward span to an LLM
-call according to a :class:`RewardMatchPolicy`. :meth:`TracerTraceToTriplet.adapt_with_report` also
+hierarchy), find LLM-call spans (``llm_call_match``), group the records of each model call into one
+(:func:`~agl_core.adapter.call_records.group_llm_calls`: the richest record is read), keep the calls of
+selected agents (``agent_match``) not inside reward spans, turn each into a
+:class:`~agl_core.types.Triplet`, then give each reward span to an LLM call according to a
+:class:`RewardMatchPolicy`. :meth:`TracerTraceToTriplet.adapt_with_report` also
 explains every decision (see :mod:`agl_core.adapter.diagnostics`).
 """
 
@@ -18,10 +20,18 @@ from pydantic import BaseModel
 
 from agl_core.adapter import genai as _genai
 from agl_core.adapter.base import TraceToTripletBase, to_spans
-from agl_core.adapter.diagnostics import AdapterReport, AdaptRecord, DroppedCall, RewardOutcome, build_report
+from agl_core.adapter.call_records import CallRecords, group_llm_calls, richness
+from agl_core.adapter.diagnostics import (
+    AdapterReport,
+    AdaptRecord,
+    DroppedCall,
+    DropReason,
+    RewardOutcome,
+    build_report,
+)
 from agl_core.adapter.trace_tree import TraceNode, TraceTree, agent_name
 from agl_core.emitter import get_reward_value, is_reward_span
-from agl_core.semconv import AGL_OPERATION, AGL_REWARD, LightningSpanAttributes
+from agl_core.semconv import AGL_LLM_SIDE_CALL, AGL_OPERATION, AGL_REWARD, LightningSpanAttributes
 from agl_core.types import Span, SpanLike, Triplet
 from agl_core.utils.otel import filter_and_unflatten_attributes
 
@@ -48,6 +58,7 @@ class RewardMatchPolicy(str, Enum):
 class _Call:
     node: TraceNode
     agent: str | None
+    records: CallRecords
     triplet: Triplet | None = None
     reward: float | None = None
 
@@ -181,8 +192,12 @@ class TracerTraceToTriplet(TraceToTripletBase):
         if self.repair_hierarchy:
             tree.repair_hierarchy()
         calls = self._select(tree, record)
+        side_calls = [c for c in calls if c.node.span.attributes.get(AGL_LLM_SIDE_CALL) is not None]
+        for call in side_calls:  # harness side calls (marked by the LLM proxy) are not training samples
+            record.dropped.append(DroppedCall(call.node.span, "side_call", agent_name=call.agent))
+        calls = [c for c in calls if c not in side_calls]
         for call in calls:
-            call.triplet = self.span_to_triplet(call.node.span, call.agent)
+            call.triplet = _fill_messages(self.span_to_triplet(call.records.best, call.agent), call.records)
         if self.skip_empty_token_spans:
             kept = []
             for call in calls:
@@ -201,12 +216,14 @@ class TracerTraceToTriplet(TraceToTripletBase):
         return record
 
     def _select(self, tree: TraceTree, record: AdaptRecord) -> list[_Call]:
-        """Walk the tree and pick LLM calls; every candidate left out is recorded with its reason."""
-        calls: list[_Call] = []
-        seen_ids: dict[str, str] = {}
+        """Walk the tree, group the records of each call, pick calls; every record left out says why."""
         agents: dict[str, None] = {}
-        # (node, agent, agent selected?, inside a reward span?, the selected LLM call it is inside)
-        stack: list[tuple[TraceNode, str | None, bool, bool, _Call | None]] = [
+        found: list[
+            tuple[TraceNode, str | None, bool, bool]
+        ] = []  # (node, agent, agent selected?, in reward?)
+        enclosing: dict[str, str] = {}  # LLM span id -> the LLM span it is nested in
+        # (node, agent, agent selected?, inside a reward span?, the LLM span it is inside)
+        stack: list[tuple[TraceNode, str | None, bool, bool, str | None]] = [
             (tree.root, None, self._agent_re is None, False, None)
         ]
         while stack:
@@ -217,47 +234,41 @@ class TracerTraceToTriplet(TraceToTripletBase):
                 agents.setdefault(name, None)
                 agent = name
                 selected = self._agent_re is None or self._agent_re.search(name) is not None
-            is_llm = not node.virtual and self.is_llm_call(span)
-            enclosing = in_llm
-            if is_llm:
-                assert record.llm_spans is not None
-                record.llm_spans.append(span)
-                key = _genai.response_id(span)
-                if not selected:
-                    where = f"agent {agent!r}" if agent is not None else "no agent"
-                    record.dropped.append(DroppedCall(span, "agent_mismatch", f"under {where}", agent))
-                elif in_reward and self.exclude_llm_call_in_reward:
-                    record.dropped.append(DroppedCall(span, "in_reward", agent_name=agent))
-                elif key is not None and key in seen_ids:
-                    record.dropped.append(
-                        DroppedCall(span, "duplicate", f"same as span {seen_ids[key]}", agent)
-                    )
-                elif (
-                    in_llm is not None
-                    and _same_call(in_llm, key)
-                    and _richness(span) <= _richness(in_llm.node.span)
-                ):
-                    # the same call recorded twice, one span inside the other: keep the richer record
-                    record.dropped.append(
-                        DroppedCall(span, "nested", f"inside span {in_llm.node.span.span_id}", agent)
-                    )
-                else:
-                    if key is not None:
-                        seen_ids[key] = span.span_id
-                    call = _Call(node, agent)
-                    if in_llm is not None and _same_call(in_llm, key) and in_llm in calls:  # a richer record
-                        calls.remove(in_llm)
-                        record.dropped.append(
-                            DroppedCall(
-                                in_llm.node.span, "nested", f"wraps span {span.span_id}", in_llm.agent
-                            )
-                        )
-                    calls.append(call)
-                    enclosing = call
+            if not node.virtual and self.is_llm_call(span):
+                found.append((node, agent, selected, in_reward))
+                if in_llm is not None:
+                    enclosing[span.span_id] = in_llm
+                in_llm = span.span_id
             child_in_reward = in_reward or (not node.virtual and _is_reward_scope(span))
             for child in reversed(node.children):
-                stack.append((child, agent, selected, child_in_reward, enclosing))
+                stack.append((child, agent, selected, child_in_reward, in_llm))
         record.agent_names = list(agents)
+        assert record.llm_spans is not None
+        record.llm_spans.extend(node.span for node, *_ in found)
+        by_span = {
+            node.span.span_id: (node, agent, selected, in_reward)
+            for node, agent, selected, in_reward in found
+        }
+        groups = group_llm_calls([node.span for node, *_ in found], enclosing)
+        record.llm_calls = len(groups)
+        calls: list[_Call] = []
+        for group in groups:
+            infos = [by_span[span.span_id] for span in group.spans]
+            # the agent's clock and place in the tree come from a tracer record when there is one
+            anchor = next((i for i in infos if not _genai.is_proxy_llm_span(i[0].span)), infos[0])
+            agent = next((i[1] for i in infos if i[1] is not None), None)
+            selected = any(i[2] for i in infos if i[1] == agent)
+            in_reward = any(i[3] for i in infos)
+            for extra in group.extra:
+                record.dropped.append(_repeat(extra, group, by_span[extra.span_id][1]))
+            best = group.best
+            if not selected:
+                where = f"agent {agent!r}" if agent is not None else "no agent"
+                record.dropped.append(DroppedCall(best, "agent_mismatch", f"under {where}", agent))
+            elif in_reward and self.exclude_llm_call_in_reward:
+                record.dropped.append(DroppedCall(best, "in_reward", agent_name=agent))
+            else:
+                calls.append(_Call(anchor[0], agent, records=group))
         return calls
 
     def _match_rewards(self, tree: TraceTree, calls: list[_Call], record: AdaptRecord) -> None:
@@ -335,22 +346,37 @@ def _is_reward_scope(span: Span) -> bool:
     return span.name == AGL_OPERATION and name == AGL_REWARD
 
 
-def _same_call(outer: _Call, key: str | None) -> bool:
-    """Whether an LLM span inside ``outer`` records the same call (no two different response ids)."""
-    outer_key = _genai.response_id(outer.node.span)
-    return key is None or outer_key is None or key == outer_key
-
-
-def _richness(span: Span) -> tuple[bool, bool, bool]:
-    """How much of an LLM call a span recorded: token ids, then response id, then the completion."""
-    attributes = span.attributes
-    has_ids = _genai.response_token_ids(span) is not None
-    has_id = _genai.response_id(span) is not None
-    has_completion = any(
-        key in attributes or any(k.startswith(key + ".") for k in attributes)
-        for key in ("gen_ai.output.messages", "gen_ai.completion", "llm.output_messages")
+def _repeat(span: Span, group: CallRecords, agent: str | None) -> DroppedCall:
+    """Why a record other than the one read was left out: the other path's copy (``merged``), or a second
+    record of the same path (``duplicate`` by response id, else ``nested``)."""
+    best = group.best
+    kept = f"same call as span {best.span_id}, which was kept"
+    same_path = [s for s in group.spans if _genai.is_proxy_llm_span(s) == _genai.is_proxy_llm_span(span)]
+    if len(same_path) == 1 or (span is max(same_path, key=richness) and best not in same_path):
+        return DroppedCall(span, "merged", kept, agent)
+    rid = _genai.response_id(span)
+    reason: DropReason = (
+        "duplicate"
+        if rid is not None and rid in {_genai.response_id(s) for s in same_path if s is not span}
+        else "nested"
     )
-    return has_ids, has_id, has_completion
+    return DroppedCall(span, reason, kept, agent)
+
+
+def _fill_messages(triplet: Triplet, records: CallRecords) -> Triplet:
+    """Prompt or completion messages the record read lacks, taken from another record of the call."""
+    prompt, response = triplet.prompt, triplet.response
+    if prompt.get("raw_content") is None:
+        found = next((m for s in records.extra if (m := _genai.prompt_messages(s)) is not None), None)
+        if found is not None:
+            prompt = {**prompt, "raw_content": found, "image_urls": _genai.image_urls(found)}
+    if response.get("raw_content") is None:
+        found = next((m for s in records.extra if (m := _genai.completion_messages(s)) is not None), None)
+        if found is not None:
+            response = {**response, "raw_content": found}
+    if prompt is triplet.prompt and response is triplet.response:
+        return triplet
+    return triplet.model_copy(update={"prompt": prompt, "response": response})
 
 
 def _section(span: Span, prefix: str) -> dict[str, Any]:
@@ -361,13 +387,11 @@ def _section(span: Span, prefix: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+# 0.3 defined LlmProxyTraceToTriplet here; agl keeps it in proxy_triplet.py (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3 defined LlmProxyTraceToTriplet in this module; agl keeps it in proxy_triplet.py.
-    if name == "LlmProxyTraceToTriplet":
-        from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
+    from agl_core._moved03 import moved_name
 
-        return LlmProxyTraceToTriplet
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)
 
 
 class Transition(BaseModel):

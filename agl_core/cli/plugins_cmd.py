@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
 
+from agl_core.cli.errors import debug_enabled
 from agl_core.hookspecs import PLUGIN_API_VERSION
 from agl_core.plugins import PluginManager, PluginRecord
+from agl_core.registry import install_command
 
 RECORD_SCHEMA_VERSION = 1
 """Version of the ``agl plugins list --json`` record schema (documented in docs/plugins.md)."""
@@ -87,7 +90,10 @@ def plugins_group() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Include the core's built-in components.")
 @click.pass_context
 def list_plugins(ctx: click.Context, as_json: bool, show_all: bool) -> None:
-    """List plugins: name, distribution, version, status, load time and what each provides."""
+    """List plugins: name, distribution, version, status, load time and what each provides.
+
+    With 'agl --debug plugins list', a failed plugin's traceback follows its error.
+    """
     manager = _load_all(ctx)
     records = [r for r in manager.records() if show_all or not r.builtin]
     if as_json:
@@ -110,10 +116,10 @@ def list_plugins(ctx: click.Context, as_json: bool, show_all: bool) -> None:
             ]
         )
     click.echo(_table(rows))
-    _echo_problems(manager, records)
+    _echo_problems(manager, records, debug=debug_enabled(ctx))
 
 
-def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
+def _echo_problems(manager: PluginManager, records: list[PluginRecord], *, debug: bool = False) -> int:
     failed = [r for r in records if r.status == "failed"]
     unmet = [
         (r, item)
@@ -133,6 +139,8 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
             )
             if r.error.hint:
                 click.echo(f"    hint: {r.error.hint}")
+            if debug:
+                click.echo(textwrap.indent(r.error.traceback.rstrip(), "    "))
     mismatched = [r for r in records if r.status == "ok" and r.api_mismatch]
     if mismatched:
         click.echo("")
@@ -146,23 +154,46 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord]) -> int:
             needs = ", ".join(item["missing"])
             dist = r.distribution or r.name
             click.echo(f"  {item['kind']} {item['name']} ({dist}) needs {needs}")
-            click.echo(f"    hint: pip install {' '.join(repr(m.split(' (')[0]) for m in item['missing'])}")
+            click.echo(f"    hint: {install_command(r.distribution, item['missing'])}")
     return len(failed) + len(unmet) + len(mismatched)
 
 
 @plugins_group.command(name="check")
 @click.pass_context
 def check_plugins(ctx: click.Context) -> None:
-    """Exit with status 1 if a plugin failed, a requirement is missing or a contract version differs (CI)."""
+    """Exit 1 on any plugin problem (for CI).
+
+    A problem is a plugin that failed to load, a component that cannot be imported or is not of its kind,
+    a requirement that is not installed, or a plugin built for another contract version.
+
+    Every registered component whose requirements are installed is imported and checked against its
+    kind's base class.
+    """
     manager = _load_all(ctx)
     records = manager.records()
-    problems = _echo_problems(manager, records)
-    ok = sum(1 for r in records if r.status == "ok")
-    disabled = sum(1 for r in records if r.status == "disabled")
+    problems = _echo_problems(manager, records, debug=debug_enabled(ctx))
+    broken = manager.check_targets()
+    if broken:
+        click.echo("")
+        click.echo("Components that cannot be built:")
+        for item in broken:
+            click.echo(
+                f"  {item.kind} {item.name} (plugin {item.plugin}, {item.distribution or '?'}): "
+                f"{item.message}"
+            )
+    problems += len(broken)
+    plugins = [r for r in records if not r.builtin]
+    ok = sum(1 for r in plugins if r.status == "ok")
+    disabled = sum(1 for r in plugins if r.status == "disabled")
+    components = sum(len(registry) for registry in manager.registries.all())
     if problems:
         click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
         raise SystemExit(1)
-    click.echo(f"plugins check: {ok} plugin(s) ok, {disabled} disabled, no problems.")
+    installed = f"{ok} plugin(s) ok, {disabled} disabled" if plugins else "no agl plugins installed"
+    click.echo(
+        f"plugins check: {installed}; all {components} components (the core's included) import and are "
+        "of their kind; no problems."
+    )
 
 
 @plugins_group.command(name="new")

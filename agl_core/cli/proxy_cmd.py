@@ -23,6 +23,30 @@ def proxy_group() -> None:
     """Run the LLM proxy that records exact token ids per rollout."""
 
 
+_BACKEND_SETTINGS = ("model", "max_tokens")
+
+
+def _backend_settings(value: str) -> tuple[str, dict[str, Any]]:
+    """Split ``URL[,model=NAME][,max_tokens=N]`` into the URL and its settings."""
+    url, settings = value, dict[str, Any]()
+    while True:
+        head, sep, tail = url.rpartition(",")
+        key, eq, setting = tail.partition("=")
+        if not sep or not eq or key.strip() not in _BACKEND_SETTINGS:
+            return url, settings
+        key = key.strip()
+        if key == "max_tokens":
+            try:
+                settings[key] = int(setting)
+            except ValueError:
+                raise click.BadParameter(
+                    f"max_tokens={setting!r} is not an integer.", param_hint="--backend"
+                ) from None
+        elif setting.strip():
+            settings[key] = setting.strip()
+        url = head
+
+
 def parse_backend_options(
     values: tuple[str, ...] | list[str],
     *,
@@ -30,31 +54,40 @@ def parse_backend_options(
     token_ids: bool = True,
     streaming: bool = True,
 ) -> dict[str, list[HttpBackend]]:
-    """Turn ``MODEL=URL`` options into a backend specification (replicas grouped by model).
+    """Turn ``MODEL=URL[,model=NAME][,max_tokens=N]`` options into a backend specification.
+
+    ``model=NAME`` sends NAME upstream instead of the name the agent asked for (an alias);
+    ``max_tokens=N`` caps the tokens one request may ask for. Replicas are grouped by model.
 
     Raises:
-        click.BadParameter: for a value without ``=`` or with an empty model name or URL.
+        click.BadParameter: for a value without ``=``, with an empty model name or URL, or a bad setting.
     """
     from agl_core.llm_proxy.backends import HttpBackend
+    from agl_core.llm_proxy.errors import BackendConfigError
 
     spec: dict[str, list[HttpBackend]] = {}
     for value in values:
-        model, sep, url = value.partition("=")
+        model, sep, rest = value.partition("=")
+        url, settings = _backend_settings(rest)
         if not sep or not model.strip() or not url.strip():
             raise click.BadParameter(
                 f"{value!r} is not MODEL=URL; for example --backend my-model=http://127.0.0.1:8000/v1 "
-                "(use '*' as MODEL to serve every model name).",
+                "(use '*' as MODEL to serve every model name; add ,model=NAME to send another name "
+                "upstream and ,max_tokens=N to cap generation).",
                 param_hint="--backend",
             )
-        spec.setdefault(model.strip(), []).append(
-            HttpBackend(
+        try:
+            backend = HttpBackend(
                 url=url.strip(),
                 api_key=api_key,
                 return_token_ids=token_ids,
                 logprobs=token_ids,
                 streaming=streaming,
+                **settings,
             )
-        )
+        except BackendConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--backend") from None
+        spec.setdefault(model.strip(), []).append(backend)
     return spec
 
 
@@ -64,8 +97,9 @@ def parse_backend_options(
     "backends",
     multiple=True,
     required=True,
-    metavar="MODEL=URL",
-    help="A model server for MODEL (repeat for more replicas or models; MODEL '*' matches any name).",
+    metavar="MODEL=URL[,model=NAME][,max_tokens=N]",
+    help="A model server for MODEL (repeat for more replicas or models; MODEL '*' matches any name); "
+    "model=NAME sends NAME upstream instead (an alias), max_tokens=N caps what one request may ask for.",
 )
 @click.option(
     "--store",
@@ -132,6 +166,34 @@ def parse_backend_options(
     "without credentials). Default: requests carrying an Origin header are refused.",
 )
 @click.option(
+    "--refuse-hosted-tools",
+    is_flag=True,
+    help="Answer 400 to requests declaring hosted tools (web_search, ...) instead of dropping them "
+    "(dropped tools are listed on the span).",
+)
+@click.option(
+    "--strip-volatile-lines",
+    is_flag=True,
+    help="Remove system-prompt lines known to change per session (Claude Code's billing header) so "
+    "prompts stay prefix-cacheable.",
+)
+@click.option(
+    "--strip-system-line",
+    "strip_lines",
+    multiple=True,
+    metavar="REGEX",
+    help="Also remove system-prompt lines matching REGEX (whole lines; repeatable).",
+)
+@click.option(
+    "--side-call-model",
+    "side_call_models",
+    multiple=True,
+    metavar="PATTERN",
+    help="Requests for a model matching PATTERN (shell-style, e.g. '*haiku*') are harness side calls: "
+    "recorded with agl.llm.side_call (repeatable).",
+)
+@click.option("--drop-side-calls", is_flag=True, help="Forward side calls without recording them at all.")
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -151,6 +213,11 @@ def serve(
     max_retries: int,
     allowed_hosts: tuple[str, ...],
     allowed_origins: tuple[str, ...],
+    refuse_hosted_tools: bool,
+    strip_volatile_lines: bool,
+    strip_lines: tuple[str, ...],
+    side_call_models: tuple[str, ...],
+    drop_side_calls: bool,
     log_level: str,
 ) -> None:
     """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
@@ -174,7 +241,22 @@ def serve(
             f"warning: serving on {host} without --token; anyone who can reach the port can use the models.",
             err=True,
         )
+    from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
+
+    try:
+        request_options = RequestOptions(
+            refuse_hosted_tools=refuse_hosted_tools,
+            strip_system_lines=[
+                *(KNOWN_VOLATILE_LINES.values() if strip_volatile_lines else ()),
+                *strip_lines,
+            ],
+            side_call_models=list(side_call_models),
+            side_calls="drop" if drop_side_calls else "mark",
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--strip-system-line") from None
     options: dict[str, Any] = {
+        "request_options": request_options,
         "host": host,
         "port": port,
         "token": token or None,

@@ -3,6 +3,8 @@
     agl runner --store http://trainer-host:4747 --agent my_package.agents:agent --n-runners 4
     agl runner --store http://trainer-host:4747 --agent my_package.agents:agent --n-runners 16 \
         --strategy ray --address auto       # 16 Ray actors on the cluster (plugin agl-ray)
+    agl runner --store http://trainer-host:4747 --program "node agent.js {input.question}" \
+        --env-map SYSTEM_PROMPT=resources.prompt.template   # a program per rollout (docs/programs.md)
 
 Each runner dequeues rollouts from the store, runs the agent with tracing, and reports spans and the
 attempt's status, until Ctrl-C (the in-flight attempt is reported as failed, so the store retries it per
@@ -16,6 +18,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import shlex
 import signal
 import sys
 import time
@@ -32,13 +35,23 @@ _STOP_POLL_SECONDS = 0.05
 _HEALTH_SECONDS = 5.0
 
 
-def load_agent(spec: str) -> Any:
+def load_agent(spec: str | dict[str, Any]) -> Any:
     """Import the agent named ``module:attr`` (or ``module.attr``) from the current directory or sys.path.
+
+    A dict is the keyword arguments of a :class:`~agl_core.program.ProgramAgent` (``--program``).
 
     Raises:
         click.BadParameter: the spec cannot be imported or is not a ``LitAgent``.
     """
     from agl_core.litagent import LitAgent
+
+    if isinstance(spec, dict):
+        from agl_core.program import ProgramAgent
+
+        try:
+            return ProgramAgent(**spec)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--program") from exc
     from agl_core.trainer.init_utils import load_class
 
     if os.getcwd() not in sys.path:
@@ -68,7 +81,7 @@ class _Options:
     def __init__(
         self,
         store: str,
-        agent: str,
+        agent: str | dict[str, Any],
         tracer: str,
         max_rollouts: int | None,
         poll_interval: float,
@@ -260,6 +273,44 @@ def _run_processes(options: _Options, first_worker_id: int, n_runners: int) -> i
     return 0
 
 
+def _agent_spec(
+    agent_spec: str | None,
+    program: str | None,
+    env_map: tuple[str, ...],
+    stdin_template: str | None,
+    template_dir: str | None,
+    git_repo: str | None,
+    program_timeout: float | None,
+) -> str | dict[str, Any]:
+    """``--agent``, or the ProgramAgent arguments the ``--program`` options give."""
+    program_options = env_map or stdin_template or template_dir or git_repo or program_timeout
+    if (agent_spec is None) == (program is None):
+        raise click.UsageError("Give the agent to run: --agent module:agent, or --program 'command line'.")
+    if agent_spec is not None:
+        if program_options:
+            raise click.UsageError(
+                "--env-map, --stdin, --template-dir, --git-repo and --program-timeout need --program."
+            )
+        return agent_spec
+    assert program is not None
+    mapping: dict[str, str] = {}
+    for item in env_map:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(
+                f"{item!r} is not NAME=PATH (e.g. TASK=input.question).", param_hint="--env-map"
+            )
+        mapping[name] = path
+    return {
+        "argv": shlex.split(program),
+        "env_map": mapping,
+        "stdin": stdin_template,
+        "template_dir": template_dir,
+        "git_repo": git_repo,
+        "timeout": program_timeout,
+    }
+
+
 @click.command(name="runner")
 @click.option(
     "--store",
@@ -267,7 +318,38 @@ def _run_processes(options: _Options, first_worker_id: int, n_runners: int) -> i
     required=True,
     help="The run's store: http://host:port of its server (a Trainer or `agl store serve`), or a store URI.",
 )
-@click.option("--agent", "agent_spec", required=True, help="The agent to run, as 'package.module:agent'.")
+@click.option("--agent", "agent_spec", default=None, help="The agent to run, as 'package.module:agent'.")
+@click.option(
+    "--program",
+    default=None,
+    help="Run this command line per rollout instead of --agent (a ProgramAgent; {input.x} placeholders).",
+)
+@click.option(
+    "--env-map",
+    "env_map",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="With --program: set NAME to the value at dotted PATH (input.x, resources.prompt.template).",
+)
+@click.option("--stdin", "stdin_template", default=None, help="With --program: a template written to stdin.")
+@click.option(
+    "--template-dir",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="With --program: a folder copied as each attempt's working folder.",
+)
+@click.option(
+    "--git-repo",
+    default=None,
+    type=click.Path(exists=True, file_okay=False),
+    help="With --program: a repository checked out (git worktree, HEAD) as each attempt's working folder.",
+)
+@click.option(
+    "--program-timeout",
+    default=None,
+    type=click.FloatRange(min=0.001),
+    help="With --program: seconds before the program's process group is ended (default: the rollout's).",
+)
 @click.option(
     "--n-runners", default=1, show_default=True, type=click.IntRange(min=1), help="Runners to start."
 )
@@ -324,7 +406,13 @@ def _run_processes(options: _Options, first_worker_id: int, n_runners: int) -> i
 )
 def runner_command(
     store_url: str,
-    agent_spec: str,
+    agent_spec: str | None,
+    program: str | None,
+    env_map: tuple[str, ...],
+    stdin_template: str | None,
+    template_dir: str | None,
+    git_repo: str | None,
+    program_timeout: float | None,
     n_runners: int,
     worker_id: int | None,
     tracer: str,
@@ -341,8 +429,9 @@ def runner_command(
     from agl_core.store.uri import check_store_uri
 
     check_store_uri(store_url)
-    load_agent(agent_spec)  # fail fast, with a clear message, before starting anything
-    options = _Options(store_url, agent_spec, tracer, max_rollouts, poll_interval, server_timeout, grace)
+    agent = _agent_spec(agent_spec, program, env_map, stdin_template, template_dir, git_repo, program_timeout)
+    load_agent(agent)  # fail fast, with a clear message, before starting anything
+    options = _Options(store_url, agent, tracer, max_rollouts, poll_interval, server_timeout, grace)
     first = os.getpid() if worker_id is None else worker_id
     if strategy_name != "local":
         code = _run_with_strategy(options, strategy_name, address, first, n_runners)

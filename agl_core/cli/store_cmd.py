@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 import click
 
-from agl_core.cli.legacy_cmds import legacy_store_options, run_legacy_store
 from agl_core.cli.store_inspect import add_inspection_commands
 
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
@@ -23,16 +19,47 @@ DEFAULT_STORE_URI = "sqlite:///.agl/store.db"
 """The store ``agl store serve`` opens when ``--store`` is not given (relative to the current directory)."""
 
 
-@click.group(name="store", invoke_without_command=True)
-@legacy_store_options
+def _legacy_store_command() -> click.Command:
+    """Agent Lightning 0.3's ``agl store [--port N ...]`` (no subcommand), from the agl-legacy plugin."""
+    import importlib
+
+    try:
+        legacy_cli = importlib.import_module("agl_legacy.cli")  # a plugin: never a static import of the core
+    except ImportError as exc:
+        raise click.UsageError(
+            f"`agl store` without a subcommand is Agent Lightning 0.3's form: pip install agl-legacy "
+            f"({exc}); or serve with `agl store serve --port N`."
+        ) from exc
+    command: click.Command = legacy_cli.legacy_store_command
+    return command
+
+
+class _StoreGroup(click.Group):
+    """``agl store``: options before any subcommand are 0.3's form, handed to agl-legacy's command."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0].startswith("-"):
+            return "store", _legacy_store_command(), args
+        return super().resolve_command(ctx, args)
+
+
+@click.group(
+    name="store",
+    cls=_StoreGroup,
+    invoke_without_command=True,
+    context_settings={"ignore_unknown_options": True},
+)
 @click.pass_context
-def store_group(ctx: click.Context, /, **legacy_options: Any) -> None:
+def store_group(ctx: click.Context, /) -> None:
     """Run and inspect the LightningStore server.
 
-    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``).
+    Without a subcommand, serves a store with Agent Lightning 0.3's options (``agl store --port 4747``,
+    from the agl-legacy plugin).
     """
     if ctx.invoked_subcommand is None:
-        run_legacy_store(ctx, **legacy_options)
+        ctx.invoke(_legacy_store_command())
 
 
 add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
@@ -107,7 +134,7 @@ def serve(
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
     try:
-        _run(
+        asyncio.run(
             _serve(
                 store_uri,
                 host,
@@ -126,34 +153,6 @@ def serve(
             hint="pick another --port (0 picks a free one) or stop the process that holds it",
             exit_code=ExitCode.BUSY,
         ) from exc
-
-
-SERVER_GC_THRESHOLDS = (50_000, 20, 100)
-"""``gc.set_threshold`` of a store server process (CPython's default is ``(700, 10, 10)``)."""
-
-
-def _tune_gc() -> None:
-    """Make CPython's cycle collector cheap for a long-lived server that holds many small objects.
-
-    A store keeps each span as a dozen or more container objects, and with the default thresholds
-    full collections walk all of them again and again: measured here, 40% of the server's CPU for
-    ``add_many_spans`` once it held 100k spans. Objects alive after start-up are frozen (never scanned
-    again) and collections run far less often. Memory is still freed at once by reference counting;
-    only garbage cycles wait longer.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*SERVER_GC_THRESHOLDS)
-
-
-def _run(main: Coroutine[Any, Any, None]) -> None:
-    """Run the server on uvloop when it is installed (about a third less CPU per request), else asyncio."""
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-    else:
-        uvloop.run(main)
 
 
 async def _serve(
@@ -178,7 +177,6 @@ async def _serve(
         max_body_bytes=max_body_bytes,
         allowed_hosts=allowed_hosts,
     )
-    _tune_gc()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

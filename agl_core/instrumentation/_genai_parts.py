@@ -26,6 +26,12 @@ __all__ = [
 ]
 
 
+def _role(value: Any, default: str) -> str:
+    """A role as sent on the wire: an enum member (smolagents' ``MessageRole``) by its value, not its repr."""
+    value = getattr(value, "value", value)
+    return str(value) if value else default
+
+
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data: pydantic models dumped, mappings and sequences walked."""
     dump = getattr(value, "model_dump", None)
@@ -104,7 +110,7 @@ def chat_input_messages(messages: Iterable[Any]) -> list[dict[str, Any]]:
         message = plain(raw)
         if not isinstance(message, Mapping):
             continue
-        role = str(message.get("role") or "user")
+        role = _role(message.get("role"), "user")
         if role == "tool":
             response = message.get("content")
             if isinstance(response, list):
@@ -166,7 +172,7 @@ def responses_input_messages(value: Any) -> list[dict[str, Any]]:
         kind = item.get("type", "message")
         if kind == "message" or (kind is None and "role" in item):
             out.append(
-                {"role": str(item.get("role") or "user"), "parts": _content_parts(item.get("content"))}
+                {"role": _role(item.get("role"), "user"), "parts": _content_parts(item.get("content"))}
             )
         elif kind == "function_call":
             part = _tool_call_part(item)

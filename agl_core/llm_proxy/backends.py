@@ -91,6 +91,9 @@ class HttpBackend:
             streaming and the proxy re-emits the answer as SSE.
         headers: Extra headers for every request (for example Azure's ``api-key``); not logged.
         name: Label used in logs, stats and spans; defaults to the URL without credentials or query.
+        max_tokens: Cap on the tokens one request may ask this server to generate: a larger (or
+            missing) ``max_tokens`` / ``max_completion_tokens`` is lowered to it (harnesses ask for
+            64k-128k), or None.
     """
 
     url: str
@@ -101,6 +104,7 @@ class HttpBackend:
     streaming: bool = True
     headers: Mapping[str, str] | None = field(default=None, repr=False, hash=False, compare=False)
     name: str | None = None
+    max_tokens: int | None = None
 
     def __repr__(self) -> str:
         shown = ", ".join(
@@ -147,6 +151,10 @@ class HttpBackend:
                 raise BackendConfigError(
                     f"HttpBackend {name} must be a non-empty string or None, got {value!r}."
                 )
+        if self.max_tokens is not None and (type(self.max_tokens) is not int or self.max_tokens < 1):
+            raise BackendConfigError(
+                f"HttpBackend max_tokens must be a positive integer, got {self.max_tokens!r}."
+            )
         for name in ("return_token_ids", "logprobs", "streaming"):
             if not isinstance(getattr(self, name), bool):
                 raise BackendConfigError(

@@ -75,19 +75,25 @@ def upstream_body(
     """The body to send to an HTTP replica.
 
     Adds ``return_token_ids``/``logprobs`` per the backend's flags when the agent did not set them,
-    rewrites ``model`` when the backend names it differently, and forces ``stream`` to ``stream`` when
-    given. Without a rewrite the agent's bytes are kept and the additions are spliced in front, so the
-    body is not re-serialized.
+    rewrites ``model`` when the backend names it differently, lowers ``max_tokens`` to the backend's
+    cap, and forces ``stream`` to ``stream`` when given. Without a rewrite the agent's bytes are kept and
+    the additions are spliced in front, so the body is not re-serialized.
     """
     http = replica.http
     assert http is not None
     add_ids = http.return_token_ids and "return_token_ids" not in payload
     add_logprobs = http.logprobs and "logprobs" not in payload
-    rewrite = (http.model is not None and payload.get("model") != http.model) or (
-        stream is not None and bool(payload.get("stream")) != stream
+    cap = _capped_tokens(http.max_tokens, payload) if http.max_tokens is not None else None
+    rewrite = (
+        (http.model is not None and payload.get("model") != http.model)
+        or (stream is not None and bool(payload.get("stream")) != stream)
+        or cap is not None
     )
     if rewrite:
         body = dict(payload)
+        if cap is not None:
+            body.pop("max_completion_tokens", None)
+            body["max_tokens"] = cap
         if add_ids:
             body["return_token_ids"] = True
         if add_logprobs:
@@ -102,6 +108,14 @@ def upstream_body(
     if not (add_ids or add_logprobs):
         return raw
     return _SPLICES[(add_ids, add_logprobs, operation)] + raw[raw.find(b"{") + 1 :]
+
+
+def _capped_tokens(cap: int, payload: dict[str, Any]) -> int | None:
+    """``cap`` when the request asks for more tokens than it (or sets no limit), else None."""
+    asked = payload.get("max_completion_tokens", payload.get("max_tokens"))
+    if type(asked) is int and asked <= cap:
+        return None
+    return cap
 
 
 # What upstream_body puts in front of the agent's body (after its opening brace), by

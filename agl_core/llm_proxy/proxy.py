@@ -25,6 +25,7 @@ from agl_core.llm_proxy.guard import RequestGuard
 from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
 from agl_core.llm_proxy.legacy_options import resolve_legacy_options
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
+from agl_core.llm_proxy.request_options import RequestOptions
 from agl_core.llm_proxy.server import ProxyServer
 from agl_core.llm_proxy.stats import ProxyStats
 from agl_core.types import LLM, ProxyLLM
@@ -81,6 +82,8 @@ class LLMProxy:
             turns this DNS-rebinding check off. With a token any name is accepted.
         allowed_origins: Browser origins allowed to call the proxy (none by default: requests with an
             ``Origin`` header are refused); ``["*"]`` allows any, without credentials.
+        request_options: Hosted tools, volatile system-prompt lines and harness side calls; see
+            :class:`~agl_core.llm_proxy.request_options.RequestOptions`.
         callbacks, litellm_config, num_retries, num_workers, launch_mode, launcher_args, middlewares:
             Agent Lightning 0.3's arguments, keyword-only here; see
             :mod:`agl_core.llm_proxy.legacy_callbacks` and :mod:`agl_core.llm_proxy.legacy_options`.
@@ -111,6 +114,7 @@ class LLMProxy:
         shutdown_timeout: float = 30.0,
         allowed_hosts: Sequence[str] = (),
         allowed_origins: Sequence[str] = (),
+        request_options: RequestOptions | None = None,
         callbacks: Sequence[object] | None = None,
         litellm_config: Mapping[str, Any] | None = None,
         num_retries: int | None = None,
@@ -158,6 +162,7 @@ class LLMProxy:
         self._guard = RequestGuard(
             [*allowed_hosts, host, access_host or host], allowed_origins, check_host=token is None
         )
+        self._request_options = request_options or RequestOptions()
         self._stats = ProxyStats()
         self._recorder = SpanRecorder(
             self.get_store,
@@ -217,6 +222,7 @@ class LLMProxy:
             recorder=self._recorder,
             allocator=SequenceAllocator(self.get_store, self._stats),
             guard=self._guard,
+            options=self._request_options,
         )
         # handler_cancellation: an agent that disconnects cancels its request, which closes the backend
         # connection, so abandoned generations stop instead of running to the timeout.

@@ -10,6 +10,12 @@ The span uses the OpenTelemetry GenAI attributes (``gen_ai.*``; content as JSON 
   ids: a sentence naming which are missing and why (the proxy never retokenises text);
 * ``agl.llm.client_api`` — ``"openai.responses"`` or ``"anthropic.messages"`` when the agent used that
   API and the proxy translated it (the span then records the chat request sent to the backend);
+* ``agl.llm.request.dropped`` — request fields, items and tools the translation to chat completions
+  could not carry (``"thinking"``, ``"include: reasoning.encrypted_content"``, ...); absent when none;
+* ``agl.llm.side_call`` — the name of the harness side-call rule the request matched (such calls are
+  not the agent's turns; training data builders skip them);
+* ``agl.llm.refused`` — true on the span of a request the proxy refused itself (status and reason in
+  ``http.response.status_code`` and the span status), so a refused call is visible like any other;
 * ``agl.llm.source`` ("proxy"), ``agl.llm.backend``, ``agl.llm.latency_ms``, ``agl.llm.stream``,
   ``agl.llm.attempts`` and ``agl.llm.request.parameters`` (the request's other parameters, as JSON).
 """
@@ -28,6 +34,9 @@ from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.streaming import Operation, assemble_stream
 from agl_core.semconv import (
     AGL_LLM_CLIENT_API,
+    AGL_LLM_REFUSED,
+    AGL_LLM_REQUEST_DROPPED,
+    AGL_LLM_SIDE_CALL,
     AGL_LLM_SOURCE,
     AGL_LLM_TOKEN_IDS_MISSING,
     GEN_AI_INPUT_MESSAGES,
@@ -50,6 +59,9 @@ from agl_core.types import Span
 __all__ = [
     "CLIENT_API",
     "MAX_RECORDED_TEXT_CHARS",
+    "REFUSED",
+    "REQUEST_DROPPED",
+    "SIDE_CALL",
     "SPAN_NAME",
     "TOKEN_IDS_MISSING",
     "Exchange",
@@ -64,6 +76,15 @@ SPAN_NAME = "agl.llm_proxy.request"
 
 CLIENT_API = AGL_LLM_CLIENT_API
 """Span attribute: the API the agent spoke when the proxy translated it to chat completions."""
+
+REQUEST_DROPPED = AGL_LLM_REQUEST_DROPPED
+"""Span attribute: the request fields a translation did not carry to the backend (a list of strings)."""
+
+SIDE_CALL = AGL_LLM_SIDE_CALL
+"""Span attribute: the harness side-call rule a request matched (not one of the agent's turns)."""
+
+REFUSED = AGL_LLM_REFUSED
+"""Span attribute: true when the proxy itself refused the request (a 4xx of its own)."""
 
 TOKEN_IDS_MISSING = AGL_LLM_TOKEN_IDS_MISSING
 """Span attribute: why a successful call has no prompt and/or response token ids (absent when it has both)."""
@@ -127,6 +148,9 @@ class Exchange:
     error_type: str | None = None
     traceparent: str | None = None
     client_api: str | None = None
+    dropped: list[str] | None = None
+    side_call: str | None = None
+    refused: bool = False
 
 
 def _text_parts(content: Any) -> list[dict[str, Any]]:
@@ -265,6 +289,12 @@ def span_attributes(exchange: Exchange, response: Mapping[str, Any] | None) -> d
         attrs["agl.llm.stream_synthesized"] = True
     if exchange.client_api is not None:
         attrs[CLIENT_API] = exchange.client_api
+    if exchange.dropped:
+        attrs[REQUEST_DROPPED] = list(exchange.dropped)
+    if exchange.side_call is not None:
+        attrs[SIDE_CALL] = exchange.side_call
+    if exchange.refused:
+        attrs[REFUSED] = True
     parameters: dict[str, Any] = {}
     for key, value in request.items():  # one pass: sampling attributes and the other parameters
         if key in _CONTENT_KEYS:

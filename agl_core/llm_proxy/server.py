@@ -36,6 +36,7 @@ from agl_core.llm_proxy.in_process import answer_in_process
 from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.recording import Exchange
+from agl_core.llm_proxy.request_options import RequestOptions
 from agl_core.llm_proxy.streaming import (
     SSE_HEADERS,
     Operation,
@@ -46,6 +47,7 @@ from agl_core.llm_proxy.streaming import (
     write_quietly,
 )
 from agl_core.llm_proxy.translated import CLIENT_APIS, ClientApiSpec, answer_translated
+from agl_core.llm_proxy.translation import Translation
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -76,8 +78,10 @@ class ProxyServer:
         recorder: SpanRecorder,
         allocator: SequenceAllocator,
         guard: RequestGuard | None = None,
+        options: RequestOptions | None = None,
     ) -> None:
         self.table = table
+        self.options = options or RequestOptions()
         self.ctx = ctx
         self.stats = ctx.stats
         self._get_store = get_store
@@ -148,6 +152,8 @@ class ProxyServer:
     async def _unknown(self, request: web.Request) -> web.Response:
         if request.method == "OPTIONS":
             return self.guard.preflight(request)
+        if request.method == "HEAD":  # a client's connection warm-up (Claude Code sends one per run)
+            return web.Response(status=200)
         path = request.path.rstrip("/")
         if path.endswith(("/chat/completions", "/completions", "/responses", "/messages", "/models")):
             return ProxyHTTPError(
@@ -288,27 +294,43 @@ class ProxyServer:
         self.stats.requests += 1
         start = time.time()
         original: dict[str, Any] | None = None
+        payload: dict[str, Any] | None = None
+        notes = Translation(refuse_hosted_tools=self.options.refuse_hosted_tools)
+        info = request.match_info
+        rollout_id = info.get("rollout_id")
+        authorized = False
         try:
             self.guard.check(request)
             self._check_auth(request)
+            authorized = True
             payload, raw = await self._read_payload(request, operation, api)
             if api is not None:
-                original, payload = payload, api.to_chat(payload)
-                raw = _json.dumps(payload)
+                original, payload = payload, api.to_chat(payload, notes)
+            applied = self.options.apply(payload)
+            if api is not None or applied is not payload:
+                payload, raw = applied, _json.dumps(applied)
             pool = self._pool(payload["model"])
         except ProxyHTTPError as exc:
             self.stats.requests_failed += 1
+            if authorized and rollout_id is not None and self._get_store() is not None:
+                await self._record_refusal(request, operation, api, original or payload, exc, start)
             return exc.response() if api is None else api.error_response(exc)
-        info = request.match_info
-        rollout_id = info.get("rollout_id")
         if rollout_id is None or self._get_store() is None:
             self.stats.requests_unrecorded += 1
             if rollout_id is not None:
                 logger.debug("Not recording a request of rollout %s: the proxy has no store", rollout_id)
             elif logger.isEnabledFor(logging.DEBUG):
                 logger.debug("Not recording %s: not under /rollout/{rid}/attempt/{aid}", request.path)
-            return await self._answer(request, operation, pool, payload, raw, None, None, api, original)
+            return await self._answer(
+                request, operation, pool, payload, raw, None, None, api, original, notes
+            )
         attempt_id = info["attempt_id"]
+        side_call = self.options.side_call(original if original is not None else payload)
+        if side_call is not None and self.options.side_calls == "drop":
+            self.stats.requests_unrecorded += 1
+            return await self._answer(
+                request, operation, pool, payload, raw, None, None, api, original, notes
+            )
         sequence = self.allocator.allocate(rollout_id, attempt_id)
         exchange = Exchange(
             rollout_id=rollout_id,
@@ -323,12 +345,14 @@ class ProxyServer:
             stream=payload.get("stream") is True,
             traceparent=request.headers.get("traceparent"),
             client_api=api.name if api is not None else None,
+            dropped=notes.dropped or None,
+            side_call=side_call,
         )
         self.recorder.reserve()
         submitted = False
         try:
             response = await self._answer(
-                request, operation, pool, payload, raw, exchange, sequence, api, original
+                request, operation, pool, payload, raw, exchange, sequence, api, original, notes
             )
             exchange.end_time = time.time()
             if not exchange.status:
@@ -351,6 +375,44 @@ class ProxyServer:
                 self.stats.requests_failed += 1
                 self.recorder.submit(exchange, reserved=True)
 
+    async def _record_refusal(
+        self,
+        request: web.Request,
+        operation: Operation,
+        api: ClientApiSpec | None,
+        payload: dict[str, Any] | None,
+        exc: ProxyHTTPError,
+        start: float,
+    ) -> None:
+        """Record a request the proxy itself refused (its own 4xx) as a failed span: status and reason.
+
+        Only the model name of the request is kept (the body may be what was wrong with it).
+        """
+        info = request.match_info
+        model = payload.get("model") if isinstance(payload, dict) else None
+        exchange = Exchange(
+            rollout_id=info["rollout_id"],
+            attempt_id=info["attempt_id"],
+            sequence_id=None,
+            operation=operation,
+            request={"model": model} if isinstance(model, str) else {},
+            status=exc.status,
+            start_time=start,
+            end_time=time.time(),
+            backend="",
+            traceparent=request.headers.get("traceparent"),
+            client_api=api.name if api is not None else None,
+            error=exc.message,
+            error_type=exc.kind,
+            refused=True,
+        )
+        sequence = self.allocator.allocate(exchange.rollout_id, exchange.attempt_id)
+        self.recorder.reserve()
+        try:
+            exchange.sequence_id = await self._sequence_id(sequence)
+        finally:
+            self.recorder.submit(exchange, reserved=True)
+
     async def _answer(
         self,
         request: web.Request,
@@ -362,13 +424,14 @@ class ProxyServer:
         sequence: asyncio.Future[int | None] | None,
         api: ClientApiSpec | None = None,
         original: dict[str, Any] | None = None,
+        notes: Translation | None = None,
     ) -> web.StreamResponse:
         """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
         proxy_fault = False
         try:
             if api is not None and original is not None:
                 response = await answer_translated(
-                    request, api, self.ctx, pool, original, payload, raw, exchange
+                    request, api, self.ctx, pool, original, payload, raw, exchange, notes or Translation()
                 )
             elif pool.in_process:
                 response = await answer_in_process(request, operation, pool, payload, exchange, self.timeout)

@@ -23,6 +23,7 @@ from typing import Any
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.errors import ProxyHTTPError
+from agl_core.llm_proxy.translation import Translation
 
 __all__ = ["MessagesStream", "anthropic_error_body", "chat_to_message", "messages_to_chat"]
 
@@ -88,11 +89,22 @@ def _tool_result(block: Mapping[str, Any], where: str) -> tuple[dict[str, Any], 
     return {"role": "tool", "tool_call_id": tool_use_id, "content": "".join(texts)}, images
 
 
-def _message(message: Any, position: int) -> list[dict[str, Any]]:
+def _system_content(content: Any, where: str) -> str:
+    """The text of a system prompt: a string or a list of text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "\n".join(str(b.get("text", "")) for b in content)
+    raise _bad(f"'{where}' must be a string or a list of text blocks.", param=where.partition("[")[0])
+
+
+def _message(message: Any, position: int, notes: Translation) -> list[dict[str, Any]]:
     where = f"messages[{position}]"
-    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-        raise _bad(f"{where} must be an object with role 'user' or 'assistant'.", param="messages")
+    if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+        raise _bad(f"{where} must be an object with role 'user', 'assistant' or 'system'.", param="messages")
     role, content = message["role"], message.get("content")
+    if role == "system":  # a system message inside the conversation (Claude Code sends one)
+        return [{"role": "system", "content": _system_content(content, where)}]
     if isinstance(content, str):
         return [{"role": role, "content": content}]
     if not isinstance(content, list):
@@ -121,7 +133,7 @@ def _message(message: Any, position: int) -> list[dict[str, Any]]:
             out.append(tool_message)
             trailing_images.extend(images)
         elif kind in ("thinking", "redacted_thinking"):
-            continue
+            notes.drop(f"messages[].{kind}: earlier thinking is not sent to a chat backend")
         else:
             raise _bad(
                 f"{where}: content block type {kind!r} is not supported in a {role} message by the agl proxy "
@@ -140,11 +152,11 @@ def _message(message: Any, position: int) -> list[dict[str, Any]]:
     return out
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def _tools(tools: Any, notes: Translation) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
         raise _bad("'tools' must be a list.", param="tools")
     out = []
-    for tool in tools:
+    for position, tool in enumerate(tools):
         if (
             not isinstance(tool, dict)
             or tool.get("type") not in (None, "custom")
@@ -156,6 +168,9 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
                 "(name, description, input_schema) are supported.",
                 param="tools",
             )
+        if tool.get("defer_loading") is True:  # loaded on demand by the API's tool search: not shown
+            notes.drop(f"tools[{position}]: {tool['name']} (defer_loading)")
+            continue
         function: dict[str, Any] = {
             "name": tool["name"],
             "parameters": tool.get("input_schema") or {"type": "object"},
@@ -166,12 +181,48 @@ def _tools(tools: Any) -> list[dict[str, Any]]:
     return out
 
 
-def messages_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
+# Request fields the translation carries over (the others are listed as dropped).
+_HANDLED = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "max_tokens",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+    }
+)
+
+
+def _output_format(config: Any, notes: Translation) -> dict[str, Any] | None:
+    """``output_config.format`` (structured outputs) as a chat ``response_format``; the rest is listed."""
+    if not isinstance(config, dict):
+        notes.drop("output_config")
+        return None
+    response_format = None
+    for key, value in config.items():
+        if key == "format" and isinstance(value, dict) and value.get("type") == "json_schema":
+            schema = {"name": "output", "schema": value.get("schema") or {}}
+            response_format = {"type": "json_schema", "json_schema": schema}
+        elif value is not None:
+            notes.drop(f"output_config.{key}")
+    return response_format
+
+
+def messages_to_chat(payload: Mapping[str, Any], notes: Translation | None = None) -> dict[str, Any]:
     """The chat-completions request equivalent to an Anthropic Messages request.
+
+    ``notes`` (a fresh :class:`Translation` when None) receives the fields that were not carried over.
 
     Raises:
         ProxyHTTPError: 400 naming what is missing or cannot be translated.
     """
+    notes = notes if notes is not None else Translation()
     max_tokens = payload.get("max_tokens")
     if type(max_tokens) is not int or max_tokens < 1:
         raise _bad("'max_tokens' is required and must be a positive integer.", param="max_tokens")
@@ -180,18 +231,15 @@ def messages_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
         raise _bad("'messages' is required and must be a non-empty list.", param="messages")
     messages: list[dict[str, Any]] = []
     system = payload.get("system")
-    if isinstance(system, str) and system:
-        messages.append({"role": "system", "content": system})
-    elif isinstance(system, list):
-        texts = [b.get("text", "") for b in system if isinstance(b, dict) and b.get("type") == "text"]
-        messages.append({"role": "system", "content": "\n".join(texts)})
-    elif system is not None and not isinstance(system, str):
-        raise _bad("'system' must be a string or a list of text blocks.", param="system")
+    if system is not None and system != "":
+        messages.append({"role": "system", "content": _system_content(system, "system")})
     for position, message in enumerate(raw):
-        messages.extend(_message(message, position))
+        messages.extend(_message(message, position, notes))
     chat: dict[str, Any] = {"model": payload["model"], "messages": messages, "max_tokens": max_tokens}
     if payload.get("tools"):
-        chat["tools"] = _tools(payload["tools"])
+        tools = _tools(payload["tools"], notes)
+        if tools:
+            chat["tools"] = tools
     choice = payload.get("tool_choice")
     if isinstance(choice, dict):
         kind = choice.get("type")
@@ -212,6 +260,13 @@ def messages_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
             chat[key] = payload[key]
     if payload.get("stop_sequences"):
         chat["stop"] = payload["stop_sequences"]
+    for key, value in payload.items():
+        if key == "output_config" and value is not None:
+            response_format = _output_format(value, notes)
+            if response_format is not None:
+                chat["response_format"] = response_format
+        elif key not in _HANDLED and value is not None:
+            notes.drop(key)
     if payload.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
@@ -277,7 +332,9 @@ def _message_envelope(ident: str, model: Any, request: Mapping[str, Any]) -> dic
     }
 
 
-def chat_to_message(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+def chat_to_message(
+    chat: Mapping[str, Any], request: Mapping[str, Any], notes: Translation | None = None
+) -> dict[str, Any]:
     """The Anthropic ``message`` for a ``chat.completion`` (its first choice)."""
     out = _message_envelope(_base_id(chat), chat.get("model"), request)
     choices = chat.get("choices") or [{}]
@@ -323,7 +380,7 @@ class MessagesStream:
     real counts come in ``message_delta``.
     """
 
-    def __init__(self, request: Mapping[str, Any]) -> None:
+    def __init__(self, request: Mapping[str, Any], notes: Translation | None = None) -> None:
         self._request = request
         self._started = False
         self._blocks = 0

@@ -24,6 +24,7 @@ from typing import Any
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.errors import ProxyHTTPError
+from agl_core.llm_proxy.translation import CUSTOM_INPUT, Translation
 
 __all__ = ["ResponsesStream", "chat_to_response", "responses_to_chat"]
 
@@ -80,7 +81,22 @@ def _output_text(output: Any) -> Any:
     return _json.dumps_str(output)
 
 
-def _messages(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def _assistant_call(messages: list[dict[str, Any]], call: dict[str, Any]) -> None:
+    """Add a tool call to the assistant turn in progress (consecutive calls form one parallel turn)."""
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant":
+        last.setdefault("tool_calls", []).append(call)
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _messages(
+    payload: Mapping[str, Any], notes: Translation, tools: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     instructions = payload.get("instructions")
     if isinstance(instructions, str) and instructions:
@@ -106,64 +122,103 @@ def _messages(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "content": _content(item.get("content"), where),
                 }
             )
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             call_id, name = item.get("call_id"), item.get("name")
             if not isinstance(call_id, str) or not isinstance(name, str):
-                raise _bad(f"{where}: a function_call needs 'call_id' and 'name'.", param="input")
-            call = {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": item.get("arguments") or ""},
-            }
-            last = messages[-1] if messages else None
-            if last is not None and last["role"] == "assistant":
-                last.setdefault("tool_calls", []).append(call)
+                raise _bad(f"{where}: a {kind} needs 'call_id' and 'name'.", param="input")
+            namespace = item.get("namespace") if isinstance(item.get("namespace"), str) else None
+            if kind == "function_call":
+                flat = notes.chat_name(name, namespace, "function")
+                arguments = item.get("arguments") or ""
             else:
-                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+                flat = notes.chat_name(name, namespace, "custom")
+                arguments = _json.dumps_str({CUSTOM_INPUT: str(item.get("input") or "")})
+            _assistant_call(messages, _call(call_id, flat, arguments))
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             call_id = item.get("call_id")
             if not isinstance(call_id, str):
-                raise _bad(f"{where}: a function_call_output needs 'call_id'.", param="input")
+                raise _bad(f"{where}: a {kind} needs 'call_id'.", param="input")
             messages.append(
                 {"role": "tool", "tool_call_id": call_id, "content": _output_text(item.get("output"))}
             )
+        elif kind == "additional_tools":  # tools the client adds mid-conversation (Codex)
+            tools.extend(_tools(item.get("tools") or [], notes, f"{where}.tools"))
         elif kind == "reasoning":
-            continue
+            notes.drop("input[].reasoning: earlier reasoning is not sent to a chat backend")
         else:
             raise _bad(
                 f"{where}: input item type {kind!r} is not supported by the agl proxy (message, "
-                "function_call, function_call_output and reasoning are).",
+                "function_call, custom_tool_call, their outputs, additional_tools and reasoning are).",
                 param="input",
             )
     return messages
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+_HOSTED_TOOL_HINT = "a hosted tool the agl proxy cannot run (a chat-completions backend serves the request)"
+
+
+def _custom_function(tool: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A free-form ``custom`` tool as a function taking its whole input as one string."""
+    description = tool.get("description") if isinstance(tool.get("description"), str) else ""
+    fmt = tool.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "grammar" and isinstance(fmt.get("definition"), str):
+        syntax = fmt.get("syntax") or "grammar"
+        description = (
+            f"{description}\n\nThe input follows this {syntax} grammar:\n{fmt['definition']}".strip()
+        )
+    parameters = {
+        "type": "object",
+        "properties": {CUSTOM_INPUT: {"type": "string", "description": "The tool's whole input, verbatim."}},
+        "required": [CUSTOM_INPUT],
+        "additionalProperties": False,
+    }
+    function: dict[str, Any] = {"name": name, "parameters": parameters}
+    if description:
+        function["description"] = description
+    return function
+
+
+def _tools(
+    tools: Any, notes: Translation, where: str = "tools", namespace: str | None = None
+) -> list[dict[str, Any]]:
     if not isinstance(tools, list):
-        raise _bad("'tools' must be a list.", param="tools")
-    out = []
-    for tool in tools:
+        raise _bad(f"'{where}' must be a list.", param="tools")
+    out: list[dict[str, Any]] = []
+    for position, tool in enumerate(tools):
         kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind != "function":
-            raise _bad(
-                f"Tool type {kind!r} is a hosted tool the agl proxy cannot run (a chat-completions backend "
-                "serves the request); only function tools are supported.",
-                param="tools",
-            )
-        function = {
-            key: tool[key]
-            for key in ("name", "description", "parameters", "strict")
-            if tool.get(key) is not None
-        }
-        out.append({"type": "function", "function": function})
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if kind in ("function", "custom", "namespace") and not isinstance(name, str):
+            raise _bad(f"{where}[{position}]: a {kind} tool needs a 'name'.", param="tools")
+        assert isinstance(tool, dict) or kind is None
+        if kind == "function":
+            function = {
+                key: tool[key] for key in ("description", "parameters", "strict") if tool.get(key) is not None
+            }
+            function["name"] = notes.chat_name(str(name), namespace, "function")
+            out.append({"type": "function", "function": function})
+        elif kind == "custom":
+            flat = notes.chat_name(str(name), namespace, "custom")
+            out.append({"type": "function", "function": _custom_function(tool, flat)})
+        elif kind == "namespace" and namespace is None:
+            out.extend(_tools(tool.get("tools") or [], notes, f"{where}[{position}].tools", str(name)))
+        elif notes.refuse_hosted_tools or kind is None or kind == "namespace":
+            raise _bad(f"{where}[{position}]: tool type {kind!r} is {_HOSTED_TOOL_HINT}.", param="tools")
+        else:
+            notes.drop(f"{where}[{position}]: hosted tool {kind!r} ({_HOSTED_TOOL_HINT})")
     return out
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: Any, notes: Translation) -> Any:
     if isinstance(choice, str):
         return choice
-    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return {"type": "function", "function": {"name": choice["name"]}}
+    if (
+        isinstance(choice, dict)
+        and choice.get("type") in ("function", "custom")
+        and isinstance(choice.get("name"), str)
+    ):
+        namespace = choice.get("namespace") if isinstance(choice.get("namespace"), str) else None
+        name = notes.chat_name(choice["name"], namespace, choice["type"])
+        return {"type": "function", "function": {"name": name}}
     raise _bad(
         f"tool_choice {choice!r} is not supported; use auto, none, required or a function.",
         param="tool_choice",
@@ -182,12 +237,45 @@ def _response_format(text: Any) -> dict[str, Any] | None:
     raise _bad(f"text.format type {fmt.get('type')!r} is not supported.", param="text")
 
 
-def responses_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
+# Request fields the translation carries over (the others are listed as dropped).
+_HANDLED = frozenset(
+    {"model", "input", "instructions", "tools", "tool_choice", "max_output_tokens", "top_logprobs", "stream"}
+    | set(_SAMPLING_KEYS)
+)
+
+
+def _note_dropped(payload: Mapping[str, Any], notes: Translation) -> None:
+    for key, value in payload.items():
+        if value is None or key in _HANDLED:
+            continue
+        if key == "include":
+            for entry in value if isinstance(value, list) else [value]:
+                if entry != _LOGPROBS_INCLUDE:
+                    notes.drop(f"include: {entry}")
+        elif key == "reasoning" and isinstance(value, dict):
+            continue  # below: effort is carried, the rest is listed
+        elif key == "text" and isinstance(value, dict):
+            for inner in value:
+                if inner != "format":
+                    notes.drop(f"text.{inner}")
+        else:
+            notes.drop(key)
+    reasoning = payload.get("reasoning")
+    if isinstance(reasoning, dict):
+        for inner, value in reasoning.items():
+            if inner != "effort" and value is not None:
+                notes.drop(f"reasoning.{inner}")
+
+
+def responses_to_chat(payload: Mapping[str, Any], notes: Translation | None = None) -> dict[str, Any]:
     """The chat-completions request equivalent to a Responses request.
+
+    ``notes`` (a fresh :class:`Translation` when None) receives the dropped fields and renamed tools.
 
     Raises:
         ProxyHTTPError: 400 naming what cannot be translated.
     """
+    notes = notes if notes is not None else Translation()
     for key in ("previous_response_id", "conversation", "prompt"):
         if payload.get(key) is not None:
             raise _bad(
@@ -195,11 +283,12 @@ def responses_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
                 "conversation in 'input' instead.",
                 param=key,
             )
-    chat: dict[str, Any] = {"model": payload["model"], "messages": _messages(payload)}
-    if payload.get("tools"):
-        chat["tools"] = _tools(payload["tools"])
+    tools = _tools(payload["tools"], notes) if payload.get("tools") else []
+    chat: dict[str, Any] = {"model": payload["model"], "messages": _messages(payload, notes, tools)}
+    if tools:
+        chat["tools"] = tools
     if payload.get("tool_choice") is not None:
-        chat["tool_choice"] = _tool_choice(payload["tool_choice"])
+        chat["tool_choice"] = _tool_choice(payload["tool_choice"], notes)
     for key in _SAMPLING_KEYS:
         if payload.get(key) is not None:
             chat[key] = payload[key]
@@ -219,6 +308,7 @@ def responses_to_chat(payload: Mapping[str, Any]) -> dict[str, Any]:
     if payload.get("stream") is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
+    _note_dropped(payload, notes)
     return chat
 
 
@@ -332,19 +422,53 @@ def _message_item(
     return {"id": f"msg_{ident}", "type": "message", "status": status, "role": "assistant", "content": [part]}
 
 
-def _call_item(call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
-    return {
-        "id": f"fc_{call_id}",
-        "type": "function_call",
-        "status": status,
-        "call_id": call_id,
-        "name": name,
-        "arguments": arguments,
-    }
+def _custom_input(arguments: str) -> str:
+    """A custom tool's input from the one-string-argument function call the model made."""
+    try:
+        parsed = _json.loads(arguments)
+    except ValueError:
+        return arguments
+    if isinstance(parsed, dict) and isinstance(parsed.get(CUSTOM_INPUT), str):
+        return str(parsed[CUSTOM_INPUT])
+    return arguments
 
 
-def chat_to_response(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
-    """The Responses ``response`` object for a ``chat.completion`` (its first choice)."""
+def _call_item(
+    call_id: str, name: str, arguments: str, status: str = "completed", notes: Translation | None = None
+) -> dict[str, Any]:
+    """The output item of a chat tool call, as the tool was declared (function, namespaced, custom)."""
+    origin = (notes or Translation()).origin(name)
+    item: dict[str, Any]
+    if origin.kind == "custom":
+        item = {
+            "id": f"ctc_{call_id}",
+            "type": "custom_tool_call",
+            "status": status,
+            "call_id": call_id,
+            "name": origin.name,
+            "input": _custom_input(arguments) if arguments else "",
+        }
+    else:
+        item = {
+            "id": f"fc_{call_id}",
+            "type": "function_call",
+            "status": status,
+            "call_id": call_id,
+            "name": origin.name,
+            "arguments": arguments,
+        }
+    if origin.namespace is not None:
+        item["namespace"] = origin.namespace
+    return item
+
+
+def chat_to_response(
+    chat: Mapping[str, Any], request: Mapping[str, Any], notes: Translation | None = None
+) -> dict[str, Any]:
+    """The Responses ``response`` object for a ``chat.completion`` (its first choice).
+
+    ``notes`` (from :func:`responses_to_chat`) maps renamed tools back to how the client declared them.
+    """
     ident = _base_id(chat)
     choices = chat.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
@@ -359,7 +483,12 @@ def chat_to_response(chat: Mapping[str, Any], request: Mapping[str, Any]) -> dic
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         output.append(
-            _call_item(str(call.get("id")), str(function.get("name")), function.get("arguments") or "")
+            _call_item(
+                str(call.get("id")),
+                str(function.get("name")),
+                function.get("arguments") or "",
+                notes=notes,
+            )
         )
     status, incomplete = _status(choice.get("finish_reason"))
     chat_created = chat.get("created")
@@ -384,8 +513,10 @@ class ResponsesStream:
     Only the first choice is translated.
     """
 
-    def __init__(self, request: Mapping[str, Any]) -> None:
+    def __init__(self, request: Mapping[str, Any], notes: Translation | None = None) -> None:
         self._request = request
+        self._notes = notes or Translation()
+        self._arguments: dict[int, list[str]] = {}  # chat tool-call index -> argument pieces
         self._sequence = 0
         self._ident: str | None = None
         self._created = int(time.time())
@@ -498,8 +629,9 @@ class ResponsesStream:
         if item is None:
             events.extend(self._close_open())
             call_id = delta.get("id") or f"call_{os.urandom(8).hex()}"
-            item = _call_item(call_id, function.get("name") or "", "", "in_progress")
+            item = _call_item(call_id, function.get("name") or "", "", "in_progress", self._notes)
             self._calls[index] = item
+            self._arguments[index] = []
             self._items.append(item)
             events.append(
                 self._emit("response.output_item.added", output_index=len(self._items) - 1, item=dict(item))
@@ -508,15 +640,17 @@ class ResponsesStream:
             item["name"] += function["name"]
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            item["arguments"] += arguments
-            events.append(
-                self._emit(
-                    "response.function_call_arguments.delta",
-                    item_id=item["id"],
-                    output_index=self._items.index(item),
-                    delta=arguments,
+            self._arguments[index].append(arguments)
+            if item["type"] == "function_call":  # a custom tool's input is sent whole at the end
+                item["arguments"] += arguments
+                events.append(
+                    self._emit(
+                        "response.function_call_arguments.delta",
+                        item_id=item["id"],
+                        output_index=self._items.index(item),
+                        delta=arguments,
+                    )
                 )
-            )
         return events
 
     def feed(self, chunk: Mapping[str, Any]) -> bytes:
@@ -544,18 +678,24 @@ class ResponsesStream:
         """The closing events: open items done, then ``response.completed`` (or ``.incomplete``)."""
         events = [] if self._ident is not None else self._start({})
         events.extend(self._close_open())
-        for item in self._calls.values():
+        for key, item in self._calls.items():
             index = self._items.index(item)
             item["status"] = "completed"
-            events.append(
-                self._emit(
-                    "response.function_call_arguments.done",
-                    item_id=item["id"],
-                    output_index=index,
-                    name=item["name"],
-                    arguments=item["arguments"],
+            where = {"item_id": item["id"], "output_index": index}
+            if item["type"] == "custom_tool_call":
+                item["input"] = _custom_input("".join(self._arguments[key]))
+                events.append(
+                    self._emit("response.custom_tool_call_input.done", **where, input=item["input"])
                 )
-            )
+            else:
+                events.append(
+                    self._emit(
+                        "response.function_call_arguments.done",
+                        **where,
+                        name=item["name"],
+                        arguments=item["arguments"],
+                    )
+                )
             events.append(self._emit("response.output_item.done", output_index=index, item=item))
         status, incomplete = _status(self._finish)
         final = self._response(status, self._items, incomplete)

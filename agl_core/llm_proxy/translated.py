@@ -46,6 +46,7 @@ from agl_core.llm_proxy.translate_messages import (
     messages_to_chat,
 )
 from agl_core.llm_proxy.translate_responses import ResponsesStream, chat_to_response, responses_to_chat
+from agl_core.llm_proxy.translation import Translation
 
 __all__ = ["CLIENT_APIS", "ClientApi", "ClientApiSpec", "answer_translated"]
 
@@ -69,9 +70,9 @@ class ClientApiSpec:
 
     name: str
     """Recorded as ``agl.llm.client_api``."""
-    to_chat: Callable[[Mapping[str, Any]], dict[str, Any]]
-    from_chat: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]]
-    stream: Callable[[Mapping[str, Any]], _StreamTranslator]
+    to_chat: Callable[[Mapping[str, Any], Translation], dict[str, Any]]
+    from_chat: Callable[[Mapping[str, Any], Mapping[str, Any], Translation], dict[str, Any]]
+    stream: Callable[[Mapping[str, Any], Translation], _StreamTranslator]
     error: Callable[[ProxyHTTPError], dict[str, Any]]
 
     def error_response(self, exc: ProxyHTTPError) -> web.Response:
@@ -309,6 +310,7 @@ async def answer_translated(
     payload: dict[str, Any],
     raw: bytes,
     exchange: Exchange | None,
+    notes: Translation,
 ) -> web.StreamResponse:
     """Answer a translated request: ``payload`` (chat) goes to the backend, the answer back in ``api``.
 
@@ -317,7 +319,9 @@ async def answer_translated(
     """
     if original.get("stream") is not True:
         chat = await _buffered(ctx, pool, payload, raw, exchange)
-        return web.Response(body=_json.dumps(api.from_chat(chat, original)), content_type="application/json")
+        return web.Response(
+            body=_json.dumps(api.from_chat(chat, original, notes)), content_type="application/json"
+        )
     chunks = _chunks(ctx, pool, payload, raw, exchange)
     try:
         first: dict[str, Any] | None = await anext(chunks)
@@ -326,7 +330,7 @@ async def answer_translated(
     except BaseException:
         await chunks.aclose()
         raise
-    translator = api.stream(original)
+    translator = api.stream(original, notes)
     response = web.StreamResponse(status=200, headers=SSE_HEADERS)
     try:
         await response.prepare(request)

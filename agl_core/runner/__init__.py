@@ -13,7 +13,6 @@ from agl_core.utils.lazy import lazy_exports
 __all__ = [
     "AgentTimeoutError",
     "HeartbeatSender",
-    "LegacyAgentRunner",  # imported on first access by __getattr__
     "LitAgentRunner",
     "ResourcesNotFoundError",
     "Runner",
@@ -21,5 +20,5 @@ __all__ = [
 ]
 
 
-# Agent Lightning 0.3's runner of the deprecated v0.1 stack, imported on first use.
+# Agent Lightning 0.3's runner of the deprecated v0.1 stack (agl-legacy's; not in __all__), on first use.
 __getattr__, __dir__ = lazy_exports(__name__, {"LegacyAgentRunner": "agl_core.runner.legacy"})

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import logging
 import random
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -65,9 +68,12 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
     ``agentlightning.exception`` span) or ``timeout``. The store then retries per the rollout's
     ``RolloutConfig``. Hook exceptions are logged and never fail a rollout.
 
-    Sync agents run in a worker thread (``asyncio.to_thread``, which keeps the tracing context), so the
-    runner's loop stays responsive and a sync agent may itself call ``asyncio.run``. An async agent runs on
-    the runner's loop.
+    A sync agent runs on one thread of the runner's own for the runner's whole life (created on first use,
+    released by ``teardown_worker``), with the rollout's context (tracing) copied in: the runner's loop stays
+    responsive, the agent may itself call ``asyncio.run``, and thread-bound state (``dspy.configure()``,
+    thread-local clients) set in one rollout is there in the next. A sync agent still running after its
+    timeout keeps that thread until it returns, so the next rollout waits for it (within its own timeout).
+    An async agent runs on the runner's loop.
 
     Fixes of Agent Lightning 0.3: resources that cannot be found fail the attempt with a clear message
     instead of leaving it in ``preparing`` (quirk 11 in docs/migrating-from-agent-lightning.md): an unknown
@@ -122,6 +128,7 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
         self._store: LightningStore | None = None
         self._heartbeat: HeartbeatSender | None = None
         self._warned: set[str] = set()
+        self._agent_thread: ThreadPoolExecutor | None = None
         self.rollouts_processed = 0
         """Rollouts :meth:`iter` has finished (any final status) since the runner was created."""
 
@@ -147,7 +154,10 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
         self.tracer.init_worker(worker_id, store)
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
-        """Tear the tracer's worker down and forget the store."""
+        """Tear the tracer's worker down, release the sync agent's thread and forget the store."""
+        thread, self._agent_thread = self._agent_thread, None
+        if thread is not None:
+            thread.shutdown(wait=False, cancel_futures=True)  # a hung sync agent must not hang teardown
         try:
             self.tracer.teardown_worker(worker_id)
         finally:
@@ -483,7 +493,11 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
             work: Any = method(task_input, resources, rollout)
         else:
             sync_method = agent.training_rollout if train else agent.validation_rollout
-            work = asyncio.to_thread(sync_method, task_input, resources, rollout)
+            if self._agent_thread is None:
+                self._agent_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agl-sync-agent")
+            context = contextvars.copy_context()  # the rollout's trace binding travels with the call
+            call = functools.partial(context.run, sync_method, task_input, resources, rollout)
+            work = asyncio.get_running_loop().run_in_executor(self._agent_thread, call)
         timeout = rollout.config.timeout_seconds
         if timeout is None:
             return await work

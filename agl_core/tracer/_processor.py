@@ -14,12 +14,19 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Span as SdkSpan
 
-__all__ = ["LightningSpanProcessor"]
+__all__ = ["LightningSpanProcessor", "live_span"]
 
 logger = logging.getLogger(__name__)
 
-_OWNERS: dict[int, TraceBinding] = {}
-"""Span id -> the trace binding it belongs to, for every span started in a trace context and not ended."""
+_OWNERS: dict[int, tuple[TraceBinding, SdkSpan]] = {}
+"""Span id -> the trace binding it belongs to and the live span, for every span started in a trace context
+and not ended."""
+
+
+def live_span(span_id: int) -> SdkSpan | None:
+    """The span with this id if it was started inside a trace context and has not ended, else None."""
+    owner = _OWNERS.get(span_id)
+    return owner[1] if owner is not None else None
 
 
 class LightningSpanProcessor(SpanProcessor):
@@ -49,21 +56,22 @@ class LightningSpanProcessor(SpanProcessor):
         if binding is None:
             parent = get_current_span(parent_context).get_span_context()
             if parent.is_valid:
-                binding = self._owners.get(parent.span_id)
+                owner = self._owners.get(parent.span_id)
+                binding = owner[0] if owner is not None else None
             if binding is None:
                 return
         context = span.get_span_context()
         if context is not None:
-            self._owners[context.span_id] = binding
+            self._owners[context.span_id] = (binding, span)
 
     def on_end(self, span: ReadableSpan) -> None:
         """Hand the finished span to its binding (sampled spans only)."""
         context = span.get_span_context()
         if context is None:
             return
-        binding = self._owners.pop(context.span_id, None)
-        if binding is not None and context.trace_flags.sampled:
-            binding.on_span_end(span)
+        owner = self._owners.pop(context.span_id, None)
+        if owner is not None and context.trace_flags.sampled:
+            owner[0].on_span_end(span)
 
     def shutdown(self) -> None:
         """Nothing to release: open spans of other providers still end through the shared table."""

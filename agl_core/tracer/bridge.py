@@ -41,11 +41,13 @@ from agl_core.tracer.routing import ActiveTracerProvider
 
 __all__ = [
     "GLOBAL_PROVIDER_ENV",
+    "SDK_DISABLED_ENV",
     "BridgeMode",
     "attach_span_processor",
     "bridge_global_provider",
     "bridge_mode",
     "global_provider_enabled",
+    "keep_enabled",
     "span_processor",
 ]
 
@@ -59,6 +61,10 @@ BridgeMode = Literal["installed", "attached", "routed", "unsupported", "disabled
 processor to the application's provider, found agl's own routing provider there already (a tracer plugin
 installed :class:`~agl_core.tracer.ActiveTracerProvider`: spans already reach the active agl tracer), found
 a provider it cannot attach to, or was switched off."""
+
+SDK_DISABLED_ENV = "OTEL_SDK_DISABLED"
+"""OpenTelemetry's switch that turns every SDK provider into a no-op (CrewAI documents it as its telemetry
+opt-out). agl's own providers ignore it (:func:`keep_enabled`): they send spans only to the agl store."""
 
 _DEFAULT_MAX_SPAN_ATTRIBUTES = 10_000
 _OFF_VALUES = ("0", "false", "no", "off")
@@ -84,6 +90,31 @@ def span_processor() -> LightningSpanProcessor:
         if _processor is None:
             _processor = LightningSpanProcessor()
         return _processor
+
+
+_warned_disabled = False
+
+
+def keep_enabled(provider: object) -> None:
+    """Keep one of agl's own SDK providers (tracer or logger) recording under ``OTEL_SDK_DISABLED=true``.
+
+    The SDK reads the variable when a provider is built and then hands out no-op tracers; rollouts would
+    record zero LLM calls without a word. agl's providers export nowhere but the agl store, so they stay on,
+    and agl says so once (providers the application builds stay disabled, as the variable asks).
+    """
+    global _warned_disabled
+    if os.environ.get(SDK_DISABLED_ENV, "").strip().lower() != "true":
+        return
+    if getattr(provider, "_disabled", False):  # the SDK keeps the variable's value here (1.43 - 1.45)
+        provider._disabled = False  # type: ignore[attr-defined]
+    if not _warned_disabled:
+        _warned_disabled = True
+        logger.warning(
+            "%s=true is set (e.g. CrewAI's telemetry opt-out): agl keeps capturing rollouts with its own "
+            "OpenTelemetry providers, which send spans only to the agl store. Providers the application "
+            "builds itself stay disabled, so spans made through them are not captured.",
+            SDK_DISABLED_ENV,
+        )
 
 
 def span_limits() -> SpanLimits:
@@ -127,6 +158,7 @@ def bridge_global_provider(enabled: bool | None = None) -> BridgeMode:
         provider = TracerProvider(
             resource=Resource.create({"service.name": "agl"}), sampler=ALWAYS_ON, span_limits=span_limits()
         )
+        keep_enabled(provider)
         trace_api.set_tracer_provider(provider)
         current = trace_api.get_tracer_provider()  # another thread may have won the race: use its provider
         if current is provider:

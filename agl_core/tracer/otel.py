@@ -43,7 +43,8 @@ from agl_core.semconv import LightningResourceAttributes
 from agl_core.tracer._binding import TraceBinding, TraceExportReport
 from agl_core.tracer._processor import LightningSpanProcessor
 from agl_core.tracer.base import Tracer
-from agl_core.tracer.bridge import BridgeMode, bridge_global_provider, span_limits
+from agl_core.tracer.bridge import BridgeMode, bridge_global_provider, keep_enabled, span_limits
+from agl_core.tracer.logs import bridge_global_logger_provider
 from agl_core.types import Attributes, SpanCoreFields, TraceStatus, convert_timestamp
 from agl_core.utils.otel import format_exception_attributes
 
@@ -206,10 +207,12 @@ class OtelTracer(Tracer):
             }
         )
         provider = TracerProvider(resource=resource, sampler=ALWAYS_ON, span_limits=span_limits())
+        keep_enabled(provider)
         provider.add_span_processor(LightningSpanProcessor())
         self._provider = provider
         self._otel_tracer = provider.get_tracer("agentlightning")
         self.bridge_mode = bridge_global_provider(self.global_provider)
+        bridge_global_logger_provider(self.global_provider)
         if self.instrument_llm_clients:
             from agl_core.instrumentation import instrument_all
 

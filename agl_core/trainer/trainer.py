@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
 from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
-from agl_core.plugins import get_registry
+from agl_core.plugins import get_registries
 from agl_core.registry import Registry
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
@@ -18,12 +18,13 @@ from agl_core.tracer.base import Tracer
 from agl_core.trainer._bundles import TrainerAlgorithmBundle, TrainerRunnerBundle
 from agl_core.trainer._workers import WorkerRunners
 from agl_core.trainer.init_utils import build_component
-from agl_core.trainer.legacy import TrainerLegacy
-from agl_core.types import Hook
+from agl_core.types import Hook, ParallelWorkerBase
 
 if TYPE_CHECKING:
     from agl_core.adapter.base import Adapter
+    from agl_core.client import AgentLightningClient
     from agl_core.litagent import LitAgent
+    from agl_core.program.rollout_hooks import RolloutHooks
     from agl_core.types import Dataset, NamedResources
 
 __all__ = ["Trainer"]
@@ -65,7 +66,7 @@ def _deprecated_alias(old: str, new: str, old_value: Any, new_value: Any) -> Any
     return new_value
 
 
-class Trainer(TrainerLegacy):
+class Trainer(ParallelWorkerBase):
     """Runs an agent with an algorithm: ``Trainer(...).fit(agent, train_dataset, val_dataset=...)``.
 
     Every component argument accepts an instance, None (the default), a class, a factory, a registered
@@ -82,9 +83,9 @@ class Trainer(TrainerLegacy):
     docs/migrating-from-agent-lightning.md); a live
     progress display (``progress=False`` turns it off).
 
-    As in 0.3, a `Trainer` is also a `TrainerLegacy`: ``fit_v0(agent, train_data=URL | client, ...)`` runs
-    the deprecated v0.1 worker loop with this trainer's tracer, algorithm, ``n_workers`` (= ``n_runners``),
-    ``max_tasks`` (= ``max_rollouts``), ``daemon`` and ``triplet_exporter`` (= ``adapter``).
+    As in 0.3, ``fit_v0(agent, train_data=URL | client, ...)`` runs the deprecated v0.1 worker loop with this
+    trainer's tracer, algorithm, ``n_workers`` (= ``n_runners``), ``max_tasks`` (= ``max_rollouts``),
+    ``daemon`` and ``triplet_exporter`` (= ``adapter``); it is the agl-legacy plugin's ``TrainerLegacy``.
 
     Args:
         dev: Deprecated; use :meth:`dev`.
@@ -105,6 +106,8 @@ class Trainer(TrainerLegacy):
         daemon: Kept for tracers that take it.
         triplet_exporter: Deprecated alias of ``adapter``.
         hooks: A `Hook` or a sequence of them, called by every runner.
+        rollout_hooks: `RolloutHooks` (or a sequence) run where the store is: before each rollout is
+            enqueued, when one succeeds, when one finally fails; the store is wrapped in a `HookedStore`.
         progress: Show live progress while fitting.
     """
 
@@ -129,6 +132,7 @@ class Trainer(TrainerLegacy):
         triplet_exporter: Any = None,
         hooks: Hook | Sequence[Hook] | None = None,
         progress: bool = True,
+        rollout_hooks: RolloutHooks | Sequence[RolloutHooks] | None = None,
     ) -> None:
         if dev:
             warnings.warn(
@@ -159,7 +163,6 @@ class Trainer(TrainerLegacy):
         self.port = port
         self.daemon = daemon
         self.progress = progress
-        self._client = None  # the v0.1 client of fit_v0 (TrainerLegacy.__init__ is not called)
 
         self.strategy: ExecutionStrategy = self._build_strategy(strategy, port)
         strategy_runners = getattr(self.strategy, "n_runners", None)
@@ -172,9 +175,13 @@ class Trainer(TrainerLegacy):
         self.tracer: Tracer = self._build_tracer(tracer)
         self.adapter: Adapter[Any, Any] = self._build_adapter(adapter)
         self.algorithm: Algorithm | None = (
-            None if algorithm is None else get_registry("algorithm").create(algorithm)
+            None if algorithm is None else get_registries().algorithm.create(algorithm)
         )
         self.store: LightningStore = self._build_store(store)
+        if rollout_hooks is not None:
+            from agl_core.program.rollout_hooks import with_rollout_hooks
+
+            self.store = with_rollout_hooks(self.store, rollout_hooks)
         self.runner: Runner[Any] = self._build_runner(runner)
         self.llm_proxy: Any = self._build_llm_proxy(llm_proxy)
         self.hooks: tuple[Hook, ...] = self._normalize_hooks(hooks)
@@ -208,6 +215,22 @@ class Trainer(TrainerLegacy):
     def triplet_exporter(self, value: Any) -> None:
         self.adapter = value
 
+    def fit_v0(
+        self,
+        agent: LitAgent[Any],
+        train_data: str | AgentLightningClient | Dataset[Any],
+        **kwargs: Any,
+    ) -> None:
+        """Agent Lightning 0.3's v0.1 loop against an `AgentLightningServer` (``pip install agl-legacy``).
+
+        Runs agl-legacy's ``TrainerLegacy.fit_v0`` with this trainer's settings; ``kwargs`` are its
+        ``val_data``, ``dev_data`` and ``dev_backend``.
+        """
+        from agl_core._compat import import_required
+
+        legacy = import_required("agl_legacy.trainer", "Trainer.fit_v0", "agl-legacy")
+        legacy.TrainerLegacy.for_trainer(self).fit_v0(agent, train_data, **kwargs)
+
     # ------------------------------------------------------------------------------ components
 
     def _build_strategy(self, spec: Any, port: int | None) -> ExecutionStrategy:
@@ -218,7 +241,7 @@ class Trainer(TrainerLegacy):
         def default() -> ExecutionStrategy:
             return ClientServerExecutionStrategy(**defaults)
 
-        strategy = _component(get_registry("strategy"), spec, default, defaults)
+        strategy = _component(get_registries().strategy, spec, default, defaults)
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):
             strategy.server_port = port
         return strategy
@@ -229,12 +252,12 @@ class Trainer(TrainerLegacy):
 
             return OtelTracer()
 
-        return _component(get_registry("tracer"), spec, default)
+        return _component(get_registries().tracer, spec, default)
 
     def _build_adapter(self, spec: Any) -> Adapter[Any, Any]:
         from agl_core.adapter.triplet import TracerTraceToTriplet
 
-        registry = get_registry("adapter")
+        registry = get_registries().adapter
         if isinstance(spec, Mapping) and "type" not in spec and "name" not in spec:
             return registry.create(
                 TracerTraceToTriplet, **spec
@@ -247,7 +270,7 @@ class Trainer(TrainerLegacy):
 
             return InMemoryLightningStore()
 
-        return _component(get_registry("store"), spec, default)
+        return _component(get_registries().store, spec, default)
 
     def _build_runner(self, spec: Any) -> Runner[Any]:
         defaults = {
@@ -263,7 +286,7 @@ class Trainer(TrainerLegacy):
                 tracer=self.tracer, max_rollouts=self.max_rollouts, poll_interval=DEFAULT_RUNNER_POLL_SECONDS
             )
 
-        return _component(get_registry("runner"), spec, default, defaults)
+        return _component(get_registries().runner, spec, default, defaults)
 
     def _build_llm_proxy(self, spec: Any) -> Any:
         if spec is None:

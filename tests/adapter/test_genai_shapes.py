@@ -219,8 +219,8 @@ def test_adapters_read_openinference_and_drop_the_wrapper_of_agls_own_span() -> 
     assert [(t.metadata["response_id"], t.reward) for t in triplets] == [("resp-9", 1.0)]
     assert triplets[0].response["token_ids"] == [4, 5]
     assert report.codes() == ["nested_llm_calls"]
-    samples = TraceToMessages().adapt(spans)
-    assert len(samples) == 2  # different prompts recorded by the two instrumentations: both kept
+    (sample,) = TraceToMessages().adapt(spans)  # one call, one sample: from agl's record (token ids)
+    assert sample["messages"][0] == {"role": "user", "content": "Weather in Oslo?"}
     only_openinference = [s for s in spans if s.name != "chat qwen"]
     (triplet,) = TracerTraceToTriplet().adapt(only_openinference)
     assert canonical(triplet.prompt["raw_content"]) == canonical(EXPECTED_PROMPT)

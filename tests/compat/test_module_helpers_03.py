@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 from collections.abc import AsyncIterator
 from datetime import datetime, timezone
-from pathlib import Path
 
-import prometheus_client  # noqa: F401  (imported before any test sets PROMETHEUS_MULTIPROC_DIR, see below)
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
 from opentelemetry.trace import StatusCode
 
 import agl_core as agl
 from agl_core.adapter.messages import convert_to_openai_messages, group_genai_dict
 from agl_core.adapter.triplet import Transition
-from agl_core.cli.prometheus import create_prometheus_app, ensure_prometheus_dir
 from agl_core.emitter.object import encode_object
-from agl_core.store.client_server import API_V1_AGL_PREFIX
-from agl_core.store.collection.mongo import resolve_mongo_error_type
 from agl_core.store.memory import estimate_model_size
 from agl_core.tracer.base import get_active_tracer, with_active_tracer_context
 from agl_core.tracer.otel import to_otel_status_code
@@ -76,17 +69,6 @@ def test_small_helpers_keep_03_results() -> None:
     assert get_timestamp_or_throw(datetime(2026, 1, 1, tzinfo=timezone.utc), "started_at") == 1767225600.0
     with pytest.raises(ValueError, match="started_at"):
         get_timestamp_or_throw(None, "started_at")
-    assert API_V1_AGL_PREFIX == "/v1/agl"
-
-
-def test_mongo_error_labels() -> None:
-    if importlib.util.find_spec("pymongo") is None:
-        assert resolve_mongo_error_type(RuntimeError("x")) is None
-        return
-    from pymongo.errors import OperationFailure
-
-    assert resolve_mongo_error_type(OperationFailure("no", code=11000)) == "OperationFailure-11000"
-    assert resolve_mongo_error_type(RuntimeError("x")) is None
 
 
 @pytest.mark.asyncio
@@ -103,53 +85,6 @@ async def test_with_active_tracer_context_covers_the_whole_block() -> None:
         await asyncio.sleep(0)
         assert get_active_tracer() is tracer
     assert get_active_tracer() is None
-
-
-@pytest.mark.asyncio
-async def test_prometheus_exporter_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # prometheus_client picks its value class when first imported: had that import happened with the
-    # variable set, every later metric in this process would try to write multiprocess files.
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "prom"))
-    assert ensure_prometheus_dir() == str(tmp_path / "prom") and (tmp_path / "prom").is_dir()
-    with pytest.raises(ValueError):
-        create_prometheus_app("/")
-    async with TestClient(TestServer(create_prometheus_app())) as client:
-        assert (await client.get("/health")).status == 200
-        response = await client.get("/v1/prometheus")
-        assert response.status == 200 and response.content_type == "text/plain"
-
-
-async def test_spans_from_proto_resolves_ids_like_the_store_intake() -> None:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from agl_core.utils.otlp import spans_from_proto
-
-    exporter = InMemorySpanExporter()
-    resource = Resource.create({"agentlightning.rollout_id": "ro-1", "agentlightning.attempt_id": "at-1"})
-    provider = TracerProvider(resource=resource)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("test")
-    with (
-        tracer.start_as_current_span("outer"),
-        tracer.start_as_current_span("inner", attributes={"agentlightning.span_sequence_id": 7}),
-    ):
-        pass
-    asked: list[tuple[str, str]] = []
-
-    async def issue(pairs: object) -> list[int]:
-        asked.extend(pairs)  # type: ignore[arg-type]
-        return [100 + i for i in range(len(asked))]
-
-    spans = await spans_from_proto(encode_spans(exporter.get_finished_spans()), issue)
-    assert [(s.name, s.rollout_id, s.attempt_id, s.sequence_id) for s in spans] == [
-        ("inner", "ro-1", "at-1", 7),
-        ("outer", "ro-1", "at-1", 100),
-    ]
-    assert asked == [("ro-1", "at-1")] and spans[0].parent_id == spans[1].span_id
 
 
 def test_inter_process_strategy_is_0_3s_placeholder() -> None:

@@ -25,8 +25,18 @@ PLUGIN_NAMES = [
     ("agl_core.store.mongo", "MongoLightningStore", "agl-mongo"),
     ("agl_core.tracer", "WeaveTracer", "agl-weave"),
     ("agl_core.tracer.weave", "WeaveTracer", "agl-weave"),
-    ("agl_core.store.collection.mongo", "MongoLightningCollections", "agl-mongo"),
-    ("agl_core.store.collection.mongo", "MongoClientPool", "agl-mongo"),
+    ("agl_core.store.collection.mongo", "MongoLightningCollections", "agl-legacy"),
+    ("agl_core.store.collection", "InMemoryLightningCollections", "agl-legacy"),
+    ("agl_core.store.collection_based", "CollectionBasedLightningStore", "agl-legacy"),
+    ("agl_core.client", "AgentLightningClient", "agl-legacy"),
+    ("agl_core.server", "AgentLightningServer", "agl-legacy"),
+    ("agl_core.runner.legacy", "LegacyAgentRunner", "agl-legacy"),
+    ("agl_core.trainer.legacy", "TrainerLegacy", "agl-legacy"),
+    ("agl_core.utils.metrics", "PrometheusMetricsBackend", "agl-legacy"),
+    ("agl_core.utils.otlp", "handle_otlp_export", "agl-legacy"),
+    ("agl_core.utils.server_launcher", "PythonServerLauncher", "agl-legacy"),
+    ("agl_core.cli.prometheus", "create_prometheus_app", "agl-legacy"),
+    ("agl_core.store.client_server", "CachedStaticFiles", "agl-legacy"),
 ]
 
 
@@ -70,7 +80,6 @@ def test_modules_keep_working_names_next_to_dropped_ones() -> None:
     from agl_core.adapter.triplet import LlmProxyTraceToTriplet
     from agl_core.emitter.annotation import OperationContext, operation
     from agl_core.store.base import is_finished, is_queuing, is_running
-    from agl_core.store.collection import FilterOptions, PaginatedResult
     from agl_core.trainer.init_utils import OptionalDefaults
     from agl_core.trainer.registry import ExecutionStrategyRegistry
     from agl_core.types.core import GenericResponse, RolloutLegacy, Task, TaskIfAny
@@ -82,7 +91,6 @@ def test_modules_keep_working_names_next_to_dropped_ones() -> None:
     assert is_queuing(rollout) and not is_running(rollout) and not is_finished(rollout)
     assert is_finished(rollout.model_copy(update={"status": "cancelled"}))
 
-    assert FilterOptions is agl.FilterOptions and PaginatedResult is agl.PaginatedResult
     assert Task is agl.Task and TaskIfAny is agl.TaskIfAny and RolloutLegacy is agl.RolloutLegacy
     assert GenericResponse(message="ok").status == "success"
     assert OptionalDefaults is not None
@@ -117,3 +125,16 @@ def test_deprecated_reward_module_warns_and_keeps_the_decorator() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "True"
+
+
+def test_every_moved_03_name_resolves_at_its_03_module_to_agls_definition() -> None:
+    from agl_core._moved03 import MOVED_03
+
+    for module, names in MOVED_03.items():
+        for name, source in names.items():
+            if source.startswith("agl_core.tracer.") and name in ("AgentOpsTracer", "WeaveTracer"):
+                continue  # plugins' tracers: test_plugin_names_without_the_plugin_give_the_install_hint
+            moved = getattr(importlib.import_module(module), name)
+            assert moved is getattr(importlib.import_module(source), name), f"{module}.{name}"
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        importlib.import_module("agl_core.algorithm.fast").Nope  # noqa: B018

@@ -185,8 +185,8 @@ async def test_responses_errors_come_back_typed(routed: str, chat_backend: FakeO
     client = openai.AsyncOpenAI(base_url=routed, api_key="tok", max_retries=0)
     with pytest.raises(openai.BadRequestError, match="previous_response_id"):
         await client.responses.create(model="m", input="x", previous_response_id="resp_1")
-    with pytest.raises(openai.BadRequestError, match="hosted tool"):
-        await client.responses.create(model="m", input="x", tools=[{"type": "web_search"}])
+    with pytest.raises(openai.BadRequestError, match="input item type"):
+        await client.responses.create(model="m", input=[{"type": "item_reference", "id": "x"}])
     with pytest.raises(openai.AuthenticationError):
         await openai.AsyncOpenAI(base_url=routed, api_key="wrong", max_retries=0).responses.create(
             model="m", input="x"

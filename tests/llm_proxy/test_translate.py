@@ -13,7 +13,13 @@ from pydantic import TypeAdapter
 from agl_core.llm_proxy.errors import ProxyHTTPError
 from agl_core.llm_proxy.streaming import iter_sse_data
 from agl_core.llm_proxy.translate_messages import MessagesStream, chat_to_message, messages_to_chat
-from agl_core.llm_proxy.translate_responses import ResponsesStream, chat_to_response, responses_to_chat
+from agl_core.llm_proxy.translate_responses import (
+    _HOSTED_TOOL_HINT,
+    ResponsesStream,
+    chat_to_response,
+    responses_to_chat,
+)
+from agl_core.llm_proxy.translation import Translation
 
 RESPONSE_EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 MESSAGE_EVENTS: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
@@ -141,6 +147,19 @@ def test_responses_request_translation_covers_roles_calls_formats_and_logprobs()
     assert "store" not in chat and "metadata" not in chat
 
 
+def test_hosted_tools_are_dropped_and_listed_or_refused_on_request() -> None:
+    notes = Translation()
+    chat = responses_to_chat({"model": "m", "input": "x", "tools": [{"type": "web_search"}]}, notes)
+    assert "tools" not in chat
+    assert notes.dropped == ["tools[0]: hosted tool 'web_search' (" + _HOSTED_TOOL_HINT + ")"]
+    with pytest.raises(ProxyHTTPError, match="hosted tool") as caught:
+        responses_to_chat(
+            {"model": "m", "input": "x", "tools": [{"type": "file_search"}]},
+            Translation(refuse_hosted_tools=True),
+        )
+    assert caught.value.status == 400
+
+
 @pytest.mark.parametrize(
     ("payload", "fragment"),
     [
@@ -150,7 +169,6 @@ def test_responses_request_translation_covers_roles_calls_formats_and_logprobs()
         ({"input": [{"role": "user", "content": [{"type": "input_image", "file_id": "f"}]}]}, "image_url"),
         ({"input": [{"role": "robot", "content": "x"}]}, "role"),
         ({"input": "x", "conversation": "c"}, "conversation"),
-        ({"input": "x", "tools": [{"type": "file_search"}]}, "hosted tool"),
         ({"input": "x", "text": {"format": {"type": "grammar"}}}, "text.format"),
     ],
 )
@@ -296,7 +314,7 @@ def test_messages_request_translation_covers_choice_stops_images_and_results() -
     [
         ({"messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
         ({"max_tokens": 5, "messages": []}, "messages"),
-        ({"max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}, "role"),
+        ({"max_tokens": 5, "messages": [{"role": "robot", "content": "x"}]}, "role"),
         ({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "document"}]}]}, "document"),
         (
             {

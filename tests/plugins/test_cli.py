@@ -101,7 +101,8 @@ def test_list_table_explains_failures() -> None:
     assert any(line.startswith("shiny") and "algorithm:shiny" in line for line in lines)
     assert "1 plugin failed to load:" in result.output
     assert "verl (agl-verl 0.4.0) at import: ModuleNotFoundError" in result.output
-    assert "hint: install the missing package (pip install verl)" in result.output
+    assert "hint: install the distribution that provides the module 'verl'" in result.output
+    assert "`agl --debug plugins list` prints the traceback" in result.output
     assert "algorithm heavy (agl-shiny) needs agl-not-installed-backend>=1" in result.output
 
 
@@ -151,7 +152,7 @@ def test_failing_command_hook_is_isolated() -> None:
 def _versioned_plugin(name: str, declared: object) -> object:
     @hookimpl
     def agl_register_algorithms(registry):
-        registry.add(f"{name}-algo", "agl_x.algo:X")
+        registry.add(f"{name}-algo", "agl_core.algorithm.baseline:Baseline")
 
     module = plugin_module(name, agl_register_algorithms=agl_register_algorithms)
     if declared is not None:

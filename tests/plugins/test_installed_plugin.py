@@ -59,11 +59,22 @@ BROKEN_PYPROJECT = (
 BROKEN_HOOKS = "import agl_missing_backend_for_tests  # noqa: F401\n"
 
 
-def _write_dist(root: Path, package: str, pyproject: str, hooks: str) -> Path:
+GOOD_STORE = """
+from agl_core.store.memory import InMemoryLightningStore
+
+
+class HelloStore(InMemoryLightningStore):
+    pass
+"""
+
+
+def _write_dist(root: Path, package: str, pyproject: str, hooks: str, **modules: str) -> Path:
     (root / package).mkdir(parents=True)
     (root / "pyproject.toml").write_text(textwrap.dedent(pyproject))
     (root / package / "__init__.py").write_text("")
     (root / package / "hooks.py").write_text(textwrap.dedent(hooks))
+    for name, source in modules.items():
+        (root / package / f"{name}.py").write_text(textwrap.dedent(source))
     return root
 
 
@@ -71,7 +82,7 @@ def _write_dist(root: Path, package: str, pyproject: str, hooks: str) -> Path:
 def site_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("plugins")
     target = base / "site"
-    good = _write_dist(base / "good", "agl_hello", GOOD_PYPROJECT, GOOD_HOOKS)
+    good = _write_dist(base / "good", "agl_hello", GOOD_PYPROJECT, GOOD_HOOKS, store=GOOD_STORE)
     broken = _write_dist(base / "broken", "agl_broken", BROKEN_PYPROJECT, BROKEN_HOOKS)
     for src in (good, broken):
         subprocess.run(

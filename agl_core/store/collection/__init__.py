@@ -1,38 +1,9 @@
-"""Collections: the storage layer of `agl_core.store.collection_based.CollectionBasedLightningStore`.
+"""Compatibility module for Agent Lightning 0.3's ``agentlightning.store.collection``.
 
-Agent Lightning 0.3's pluggable store storage, with the same names: the interfaces (`Collection`,
-`Queue`, `KeyValue`, `LightningCollections`) and their in-memory implementation. Queries take agl's
-`FilterOptions`, `SortOptions` and return `PaginatedResult`.
+The collections of `CollectionBasedLightningStore`, provided by the agl-legacy plugin
+(``pip install agl-legacy``); listed in docs/migrating-from-agent-lightning.md.
 """
 
-from agl_core.store.collection.base import (
-    AtomicLabels,
-    AtomicMode,
-    Collection,
-    KeyValue,
-    LightningCollections,
-    Queue,
-)
-from agl_core.store.collection.memory import (
-    DequeBasedQueue,
-    DictBasedKeyValue,
-    InMemoryLightningCollections,
-    ListBasedCollection,
-)
-from agl_core.types import FilterOptions, PaginatedResult, SortOptions
+from agl_core._compat import plugin_module
 
-__all__ = [
-    "AtomicLabels",
-    "AtomicMode",
-    "Collection",
-    "DequeBasedQueue",
-    "DictBasedKeyValue",
-    "FilterOptions",
-    "InMemoryLightningCollections",
-    "KeyValue",
-    "LightningCollections",
-    "ListBasedCollection",
-    "PaginatedResult",
-    "Queue",
-    "SortOptions",
-]
+__getattr__ = plugin_module(__name__, "agl_legacy.collection")

@@ -1,8 +1,8 @@
 """Read an aiohttp request's body: size limit, then gzip/deflate inflation that never exceeds the limit.
 
-The store API and `agl_core.utils.otlp.handle_otlp_export` read bodies here. aiohttp is not asked to
-decompress: the body is inflated in one bounded step, so a small compressed body cannot expand past the
-limit.
+The store API and agl-legacy's `handle_otlp_export` (0.3's `utils.otlp`) read bodies here. aiohttp is not
+asked to decompress: the body is inflated in one bounded step, so a small compressed body cannot expand past
+the limit.
 """
 
 from __future__ import annotations

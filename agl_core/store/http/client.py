@@ -3,7 +3,7 @@
 Open it with ``open_store("http://host:port")`` or construct it directly. It is a full store: every
 method maps to one request (the bulk methods to one batch request), errors come back as the same typed
 exceptions the local store raises, and it may be used from many tasks, threads and event loops at once
-(one pool of keep-alive connections per event loop, see `agl_core.store.http.transport`).
+(one `aiohttp.ClientSession` per event loop).
 
 **Retries.** Connection errors, timeouts and HTTP 502/503/504 are retried with exponential backoff and
 jitter until ``retries`` or ``retry_timeout`` runs out, then `StoreUnavailableError` names the URL. A
@@ -12,12 +12,10 @@ once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays 
 retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
 issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
 
-**Span pages.** ``query_spans`` keeps the pages it decoded (bounded: `agl_core.store.http.page_cache`)
-and sends the same query again with ``If-None-Match``; when the server answers ``304 Not Modified`` the
-answer is unchanged byte for byte and a new page of the kept spans is returned without transferring or
-decoding them again. So, as with the in-memory and SQLite stores, the spans ``query_spans`` returns are
-shared between calls: treat them as read-only. ``cache_span_pages=False`` turns this off (every query is
-answered in full); a server that sends no ETag is never revalidated.
+**Network.** ``https://`` servers are verified against ``ca_bundle`` (else the system CAs), with an
+optional client certificate for mutual TLS. Forward proxies come from ``proxy`` or, with
+``trust_env``, from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (aiohttp reads them); loopback
+servers are always reached directly.
 
 Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
 ``wait_for_rollouts`` accepts
@@ -30,16 +28,22 @@ outage is not mistaken for an empty queue.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import ipaddress
 import logging
 import os
 import random
+import ssl
+import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
+import aiohttp
 import pydantic_core
+import yarl
 from pydantic import TypeAdapter
 
 from agl_core._compat import store_client_options
@@ -52,13 +56,9 @@ from agl_core.store.base import (
     Unset,
 )
 from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, RolloutNotFoundError
-from agl_core.store.http import network
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
 from agl_core.store.http.models import AnyRollout
-from agl_core.store.http.page_cache import SpanPageCache
-from agl_core.store.http.query_body import SpanQueryBodies
 from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
-from agl_core.store.http.transport import HttpAnswer, HttpTransport, TransportError, build_request
 from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
@@ -82,6 +82,18 @@ logger = logging.getLogger(__name__)
 
 _RETRYABLE_STATUSES = frozenset((502, 503, 504))
 _SERVER_FAULT_RETRIES = 2
+
+CA_BUNDLE_ENV = "AGL_STORE_CA_BUNDLE"
+"""Environment variable naming a PEM file of CA certificates to trust for ``https://`` stores."""
+CLIENT_CERT_ENV = "AGL_STORE_CLIENT_CERT"
+"""Environment variable naming the PEM client certificate (optionally with its key) for mutual TLS."""
+CLIENT_KEY_ENV = "AGL_STORE_CLIENT_KEY"
+"""Environment variable naming the PEM private key of the client certificate, when in a separate file."""
+
+
+class _Answer(NamedTuple):
+    status: int
+    body: bytes
 
 
 @functools.cache
@@ -133,8 +145,7 @@ class LightningStoreClient(LightningStore):
         proxy: Forward proxy URL ``http://[user:pass@]host:port`` (``""``: none); default from
             ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY``. Loopback servers are always reached directly.
         trust_env: Read the proxy and TLS file settings from the environment.
-        cache_span_pages: Keep the span pages ``query_spans`` got and revalidate them with the server's
-            ETags (see the module docstring); False sends every query unconditionally.
+        cache_span_pages: Accepted and ignored (the client keeps no span pages any more).
         server_address, retry_delays, health_retry_delays, request_timeout, connection_timeout: Agent
             Lightning 0.3's arguments (``server_address`` = ``url``; ``retry_delays`` sets ``retries`` and
             ``backoff``; ``request_timeout`` = ``timeout``; the other two are accepted and unused).
@@ -192,39 +203,30 @@ class LightningStoreClient(LightningStore):
         parts = urlsplit(self.url)
         if not parts.hostname:
             raise InvalidRequestError(f"LightningStoreClient URL {url!r} has no host.")
-        use_tls = parts.scheme == "https"
-        port = parts.port or (443 if use_tls else 80)
-        self._prefix = parts.path.rstrip("/")
-        self._api = self._prefix + API_PREFIX
-        # TLS files and proxy (agl_core.store.http.network): arguments, else AGL_STORE_CA_BUNDLE /
-        # AGL_STORE_CLIENT_CERT / AGL_STORE_CLIENT_KEY and HTTP(S)_PROXY / NO_PROXY (unless trust_env=False)
-        self.ca_bundle = ca_bundle or (os.environ.get(network.CA_BUNDLE_ENV) if trust_env else None) or None
-        self.client_cert = (
-            client_cert or (os.environ.get(network.CLIENT_CERT_ENV) if trust_env else None) or None
-        )
-        self.client_key = (
-            client_key or (os.environ.get(network.CLIENT_KEY_ENV) if trust_env else None) or None
-        )
+        self._api = parts.path.rstrip("/") + API_PREFIX
+        self._origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+        # TLS files: arguments, else AGL_STORE_CA_BUNDLE / AGL_STORE_CLIENT_CERT / AGL_STORE_CLIENT_KEY
+        self.ca_bundle = ca_bundle or (os.environ.get(CA_BUNDLE_ENV) if trust_env else None) or None
+        self.client_cert = client_cert or (os.environ.get(CLIENT_CERT_ENV) if trust_env else None) or None
+        self.client_key = client_key or (os.environ.get(CLIENT_KEY_ENV) if trust_env else None) or None
         self.proxy, self.trust_env = proxy, bool(trust_env)
         self.cache_span_pages = bool(cache_span_pages)
-        self._span_pages = SpanPageCache() if self.cache_span_pages else None
-        self._span_query_bodies = SpanQueryBodies(_encode)
         try:
-            context = (
-                network.make_ssl_context(self.ca_bundle, self.client_cert, self.client_key)
-                if use_tls
-                else None
+            self._ssl: ssl.SSLContext | bool = (
+                make_ssl_context(self.ca_bundle, self.client_cert, self.client_key)
+                if parts.scheme == "https"
+                else True
             )
-            via = network.proxy_for(parts.scheme, parts.hostname, port, proxy=proxy, trust_env=trust_env)
+            self._proxy_url = _check_proxy_url(proxy) if proxy and not _is_loopback(parts.hostname) else None
         except ValueError as exc:
             raise InvalidRequestError(f"LightningStoreClient({url!r}): {exc}") from exc
-        self._transport = HttpTransport(
-            parts.hostname, port, use_tls=use_tls, limit=connection_limit, ssl_context=context, proxy=via
-        )
-        headers = "Content-Type: application/json\r\nAccept: application/json\r\n"
+        # aiohttp reads HTTP(S)_PROXY / NO_PROXY itself; loopback servers and an explicit proxy skip that
+        self._env_proxy = self.trust_env and proxy is None and not _is_loopback(parts.hostname)
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.token:
-            headers += f"Authorization: Bearer {self.token}\r\n"
-        self._headers = headers
+            self._headers["Authorization"] = f"Bearer {self.token}"
+        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------------------ construction
 
@@ -267,17 +269,69 @@ class LightningStoreClient(LightningStore):
         """``{url}/v1/traces``: point an OTLP/HTTP span exporter here."""
         return self.url + OTLP_TRACES_PATH
 
+    @property
+    def server_address(self) -> str:
+        """Agent Lightning 0.3's name of the store API's base URL, ``{url}/v1/agl``."""
+        return self.url + API_PREFIX
+
+    @property
+    def server_address_root(self) -> str:
+        """Agent Lightning 0.3's name of `url` (the server's root, no path)."""
+        return self.url
+
     # ------------------------------------------------------------------------------ transport
 
     async def close(self) -> None:
-        """Close the pooled connections of every event loop this client was used on. Idempotent."""
-        await self._transport.close()
+        """Close the connections of every event loop this client was used on. Idempotent."""
+        with self._lock:
+            sessions, self._sessions = self._sessions, {}
+        current = asyncio.get_running_loop()
+        for loop, session in sessions.items():
+            if loop is current or loop.is_closed():
+                await session.close()  # a closed loop's connections are gone with it
+            else:
+                with contextlib.suppress(RuntimeError):  # that loop closed meanwhile
+                    asyncio.run_coroutine_threadsafe(session.close(), loop)
+
+    async def _session(self) -> aiohttp.ClientSession:
+        """This event loop's session (made on first use; sessions of closed loops are dropped)."""
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is not None:
+            return session
+        with self._lock:
+            stale = [lp for lp in self._sessions if lp.is_closed()]
+            dropped = [self._sessions.pop(lp) for lp in stale]
+            session = self._sessions[loop] = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.connection_limit, ssl=self._ssl),
+                trust_env=self._env_proxy,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                headers=self._headers,
+            )
+        for old in dropped:
+            await old.close()
+        return session
 
     def _delay(self, attempt: int, deadline: float) -> float:
         first, cap = self.backoff
         step: float = min(cap, first * (2 ** (attempt - 1)))
         delay = step / 2 + random.uniform(0, step / 2)
         return max(0.0, min(delay, deadline - time.monotonic()))
+
+    async def _send(
+        self, method: str, url: yarl.URL, body: bytes | None, headers: dict[str, str], wait: float
+    ) -> _Answer:
+        session = await self._session()
+        async with session.request(
+            method,
+            url,
+            data=body,
+            headers=headers,
+            proxy=self._proxy_url,
+            timeout=aiohttp.ClientTimeout(total=wait),
+            allow_redirects=False,
+        ) as response:
+            return _Answer(response.status, await response.read())
 
     async def _call(
         self,
@@ -290,44 +344,32 @@ class LightningStoreClient(LightningStore):
         timeout: float | None = None,
         base: str | None = None,
         tries: list[int] | None = None,
-        extra_headers: str = "",
-    ) -> HttpAnswer:
-        """Send one request (retried as the class describes); a 2xx or 304 answer, else a typed error.
+    ) -> _Answer:
+        """Send one request (retried as the class describes); a 2xx answer, else a typed error.
 
-        `tries`, when given, receives the number of tries it took (in ``tries[0]``); `extra_headers`
-        holds more ``Name: value\r\n`` lines for this request.
+        `tries`, when given, receives the number of tries it took (in ``tries[0]``).
         """
         target = (self._api if base is None else base) + path
         if params:
             target += "?" + urlencode(params)
-        headers = self._headers + extra_headers
-        if mutating:
-            headers += f"Idempotency-Key: {os.urandom(16).hex()}\r\n"
-        transport = self._transport
-        request = build_request(
-            method,
-            transport.target_prefix + target,
-            transport.host_header,
-            headers + transport.proxy_headers,
-            body,
-        )
+        url = yarl.URL(self._origin + target, encoded=True)
+        headers = {"Idempotency-Key": os.urandom(16).hex()} if mutating else {}
         wait = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + self.retry_timeout
         attempt = 0
         server_faults = 0
         while True:
-            transport_error: TransportError | None = None
+            transport_error: Exception | None = None
             try:
-                answer = await self._transport.send(request, wait)
-                status, raw = answer.status, answer.body
-            except TransportError as exc:
+                status, raw = await self._send(method, url, body, headers, wait)
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
                 transport_error = exc
                 status, raw = 0, b""
             if transport_error is None:
                 if status < 400:
                     if tries is not None:
                         tries[0] = attempt + 1
-                    return answer
+                    return _Answer(status, raw)
                 if status == 500:
                     server_faults += 1
                 if (
@@ -343,9 +385,10 @@ class LightningStoreClient(LightningStore):
                         f"({error}) "
                         f"after {attempt} tries."
                     ) from error
+                reason = str(transport_error) or type(transport_error).__name__
                 raise StoreUnavailableError(
                     f"Cannot reach the store at {self.url} ({method} {target}) after {attempt} tries: "
-                    f"{transport_error} Is `agl store serve` running there?"
+                    f"{reason}. Is `agl store serve` running there?"
                 ) from transport_error
             delay = self._delay(attempt, deadline)
             logger.debug(
@@ -608,29 +651,8 @@ class LightningStoreClient(LightningStore):
         return list(pydantic_core.from_json(raw.body)["sequence_ids"])
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
-        """``POST /v1/agl/spans/search`` with the checked query, revalidating a kept page by its ETag."""
-        body = self._span_query_bodies.body(query)
-        cache = self._span_pages
-        kept = cache.get(body) if cache is not None else None
-        answer = await self._call(
-            "POST",
-            "/spans/search",
-            body,
-            extra_headers="" if kept is None else f"If-None-Match: {kept.etag}\r\n",
-        )
-        if answer.status == 304:
-            if kept is None:
-                raise StoreServerError(
-                    f"The store at {self.url} answered 304 Not Modified to a span query that named no ETag."
-                )
-            return kept.page()
-        fresh: PaginatedResult[Span] = _decode(_SPAN_PAGE, answer.body)
-        if cache is not None:
-            if answer.etag is not None and answer.status == 200:
-                cache.put(body, answer.etag, fresh, len(answer.body))
-            elif kept is not None:
-                cache.discard(body)
-        return fresh
+        """``POST /v1/agl/spans/search`` with the checked query."""
+        return await self._post("/spans/search", query, _SPAN_PAGE, mutating=False)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 
@@ -735,3 +757,49 @@ def _resources_payload(resources: Any) -> Any:
             f"resources must be a dict of name -> resource (NamedResources), got {type(resources).__name__}."
         )
     return resources
+
+
+def make_ssl_context(
+    ca_bundle: str | None = None, client_cert: str | None = None, client_key: str | None = None
+) -> ssl.SSLContext:
+    """A verifying TLS client context trusting ``ca_bundle`` (else the system CAs), with ``client_cert``.
+
+    Raises:
+        ValueError: a file is missing or not a usable PEM certificate or key.
+    """
+    if client_key and not client_cert:
+        raise ValueError("client_key needs client_cert: pass the client certificate too.")
+    for label, path in (("ca_bundle", ca_bundle), ("client_cert", client_cert), ("client_key", client_key)):
+        if path and not os.path.isfile(path):
+            raise ValueError(f"{label} {path!r} is not a file: give the path of a PEM file.")
+    try:
+        context = ssl.create_default_context(cafile=ca_bundle or None)
+        if client_cert:
+            context.load_cert_chain(client_cert, client_key or None)
+    except ssl.SSLError as exc:
+        raise ValueError(
+            f"Cannot use the TLS files (ca_bundle={ca_bundle!r}, client_cert={client_cert!r}, "
+            f"client_key={client_key!r}): {exc.reason or exc}. They must be PEM files; the key must match "
+            "the certificate."
+        ) from exc
+    return context
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_proxy_url(url: str) -> str:
+    """`url` when it names a plain-HTTP forward proxy (credentials in it are sent as Basic auth)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(
+            f"Proxy URL {url!r} is not usable: give http://host:port (the proxy itself is spoken to in "
+            "plain HTTP; https:// stores go through it in a CONNECT tunnel)."
+        )
+    return parts.geturl()

@@ -8,7 +8,6 @@ pydantic (``model_validate_json``) and answers encoded by ``pydantic_core.to_jso
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -25,21 +24,13 @@ from agl_core.store.http.errors import (
     InvalidJSONError,
     RequestValidationError,
 )
-from agl_core.store.http.etags import conditional_body
 from agl_core.store.http.openapi import openapi_document
-from agl_core.store.http.span_json import SpanJsonCache
-from agl_core.types import NamedResources, PaginatedResult, Span
+from agl_core.types import NamedResources, Span
 from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 
 __all__ = ["StoreApi", "json_response", "parse_json"]
 
 _JSON = "application/json"
-
-SPAN_QUERY_MEMO_ENTRIES = 1024
-"""Span search bodies whose parsed query a server keeps (see `StoreApi.span_query`)."""
-
-_SPAN_QUERY_MEMO_BODY_BYTES = 4096  # longer bodies are parsed every time
-_SPAN_QUERY_FIELDS = tuple(field.name for field in dataclasses.fields(m.SpanQuery))
 
 
 def json_response(payload: Any, status: int = 200) -> web.Response:
@@ -123,9 +114,6 @@ class StoreApi:
         self.max_wait_seconds = max_wait_seconds
         self.stopping = asyncio.Event()
         self._openapi: bytes | None = None
-        self.span_json = SpanJsonCache()
-        """Keeps the JSON of spans already answered (see `agl_core.store.http.span_json`)."""
-        self._span_queries: dict[bytes, tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------------------ helpers
 
@@ -134,25 +122,6 @@ class StoreApi:
 
     async def _body(self, request: web.Request, type_: Any, *, required: bool) -> Any:
         return _parse_body(await self._raw(request), type_, required=required)
-
-    def span_query(self, raw: bytes) -> m.SpanQuery:
-        """The query of a ``POST /spans/search`` body (a new object on every call).
-
-        The field values of bodies parsed before are kept (bounded, oldest out): a client polling a
-        rollout's spans sends the same bytes again and again, and validating them is a fifth of the
-        server's own work for a revalidated page. Validation is a pure function of the bytes, so a kept
-        body gives the very values parsing would; a body that fails validation is never kept.
-        """
-        values = self._span_queries.get(raw)
-        if values is not None:
-            return m.SpanQuery(*values)
-        query: m.SpanQuery = _parse_body(raw, m.SpanQuery, required=True)
-        if len(raw) <= _SPAN_QUERY_MEMO_BODY_BYTES:
-            memo = self._span_queries
-            if len(memo) >= SPAN_QUERY_MEMO_ENTRIES:
-                del memo[next(iter(memo))]
-            memo[raw] = tuple([getattr(query, name) for name in _SPAN_QUERY_FIELDS])
-        return query
 
     @staticmethod
     def _query(request: web.Request, model: type[Any]) -> Any:
@@ -416,31 +385,13 @@ class StoreApi:
             indices = [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]
         return json_response({"inserted": indices}, 201)
 
-    async def _query_spans(self, request: web.Request, q: m.SpanQuery) -> web.StreamResponse:
-        """The page with a strong ``ETag``; 304 without a body when ``If-None-Match`` names that ETag.
+    async def query_spans_get(self, request: web.Request) -> web.Response:
+        """``GET /v1/agl/spans``."""
+        return json_response(await self.store._execute(self._query(request, m.SpanQuery)))
 
-        The 304 is a bare `web.StreamResponse` (the same bytes on the wire as a `web.Response` without
-        a body, for a third less work).
-        """
-        page = await self.store._execute(q)
-        known = request.headers.get("If-None-Match")
-        body: bytes | None
-        if page.__class__ is PaginatedResult or isinstance(page, PaginatedResult):  # stores build plain pages
-            body, etag = self.span_json.page_answer(page, known)
-        else:  # a 0.3-style store may answer a plain list
-            body, etag = conditional_body(pydantic_core.to_json(page), known)
-        if body is None:
-            return web.StreamResponse(status=304, headers={"ETag": etag})
-        return web.Response(body=body, content_type=_JSON, headers={"ETag": etag})
-
-    async def query_spans_get(self, request: web.Request) -> web.StreamResponse:
-        """``GET /v1/agl/spans`` (conditional: see `_query_spans`)."""
-        return await self._query_spans(request, self._query(request, m.SpanQuery))
-
-    async def query_spans(self, request: web.Request) -> web.StreamResponse:
-        """``POST /v1/agl/spans/search`` (conditional: see `_query_spans`)."""
-        raw = await read_body(request, self.max_body_bytes)
-        return await self._query_spans(request, self.span_query(raw))
+    async def query_spans(self, request: web.Request) -> web.Response:
+        """``POST /v1/agl/spans/search``."""
+        return json_response(await self.store._execute(await self._body(request, m.SpanQuery, required=True)))
 
     async def next_sequence_id(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/spans/next``."""

@@ -105,19 +105,6 @@ def _responses(route: Route, defs: dict[str, Any]) -> dict[str, Any]:
             "description": "Success.",
             "content": {"application/json": {"schema": _schema_of(route.response, defs)}},
         }
-        if route.conditional:
-            etag = {
-                "ETag": {
-                    "description": "Strong ETag of this answer: equal ETags mean byte-identical answers.",
-                    "schema": {"type": "string"},
-                }
-            }
-            responses[str(route.status)]["headers"] = etag
-            responses["304"] = {
-                "description": "Not Modified: the answer is unchanged since the ETag in If-None-Match "
-                "(no body).",
-                "headers": etag,
-            }
     for code, text in _ERROR_STATUSES.items():
         if code == "401" and not route.auth:
             continue
@@ -151,17 +138,6 @@ def _document() -> dict[str, Any]:
                     "required": False,
                     "schema": {"type": "string", "maxLength": 200},
                     "description": "A retry with the same key gets the first answer, not a second effect.",
-                }
-            )
-        if route.conditional:
-            operation["parameters"].append(
-                {
-                    "name": "If-None-Match",
-                    "in": "header",
-                    "required": False,
-                    "schema": {"type": "string"},
-                    "description": "ETags of answers the caller holds (or *): 304 without a body when the "
-                    "answer would have one of them.",
                 }
             )
         paths.setdefault(route.path, {})[route.method.lower()] = operation

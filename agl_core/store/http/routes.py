@@ -57,8 +57,6 @@ class Route:
     status: int = 200
     mutating: bool = False
     """Honours ``Idempotency-Key``: a retried request gets the first answer, not a second effect."""
-    conditional: bool = False
-    """Answers carry a strong ``ETag``; a request whose ``If-None-Match`` names it gets ``304`` (no body)."""
     auth: bool = True
     """Requires the bearer token when the server has one."""
     kind: BodyKind = "json"
@@ -317,7 +315,6 @@ ROUTES: tuple[Route, ...] = (
         "Query spans of a rollout (query_spans).",
         query=m.SpanQuery,
         response=PaginatedResult[Span],
-        conditional=True,
     ),
     _r(
         "add_spans",
@@ -338,7 +335,6 @@ ROUTES: tuple[Route, ...] = (
         body=m.SpanQuery,
         body_required=True,
         response=PaginatedResult[Span],
-        conditional=True,
     ),
     _r(
         "next_sequence_id",

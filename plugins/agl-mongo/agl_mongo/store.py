@@ -54,15 +54,6 @@ from agl_mongo.codec import (
     dump_resources,
     metadata_json,
 )
-
-# Agent Lightning 0.3's Mongo collections, resolved from this module by agl_core.store.collection.mongo
-from agl_mongo.collections import (  # noqa: F401
-    MongoBasedCollection,
-    MongoBasedKeyValue,
-    MongoBasedQueue,
-    MongoClientPool,
-    MongoLightningCollections,
-)
 from agl_mongo.connection import MongoConnection
 from agl_mongo.context import StoreContext
 from agl_mongo.uri import DEFAULT_DATABASE, DEFAULT_PARTITION, parse_mongo_uri, redact

@@ -24,7 +24,7 @@ from cryptography.x509.oid import NameOID
 
 from agl_core.store import InvalidRequestError
 from agl_core.store.http import BackgroundServer, LightningStoreClient
-from agl_core.store.http.network import proxy_for
+from agl_core.store.http.errors import StoreUnavailableError
 from agl_core.store.memory import InMemoryLightningStore
 
 NAMES = {"store.test": "127.0.0.1"}
@@ -281,17 +281,28 @@ def test_http_through_a_proxy_with_credentials_sends_absolute_form_requests(netw
     assert set(network.proxy_auth[before:]) == {expected}
 
 
-def test_no_proxy_and_loopback_go_direct(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+def test_http_through_the_environment_proxy(network: Network, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{network.proxy_port}")
+    before = len(network.proxy_log)
+    assert asyncio.run(_round_trip(_client(f"http://store.test:{network.store_port}")))
+    assert network.proxy_log[before:]
+    # without trust_env the environment's proxy is not used: store.test does not resolve directly
+    with pytest.raises(StoreUnavailableError, match="Cannot reach"):
+        asyncio.run(_round_trip(_client(f"http://store.test:{network.store_port}", trust_env=False)))
+
+
+def test_no_proxy_and_loopback_go_direct(network: Network, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{network.proxy_port}")
+    before = len(network.proxy_log)
+    # a loopback server is reached directly, also with an explicit proxy
+    assert asyncio.run(_round_trip(_client(f"http://127.0.0.1:{network.store_port}")))
+    proxy = f"http://127.0.0.1:{network.proxy_port}"
+    assert asyncio.run(_round_trip(_client(f"http://localhost:{network.store_port}", proxy=proxy)))
+    # NO_PROXY names store.test: the client goes direct, where that name does not resolve
     monkeypatch.setenv("NO_PROXY", "store.test,.corp.example")
-    assert proxy_for("https", "store.test", 443, proxy=None, trust_env=True) is None
-    assert proxy_for("https", "a.corp.example", 443, proxy=None, trust_env=True) is None
-    assert proxy_for("https", "127.0.0.1", 443, proxy=None, trust_env=True) is None
-    assert proxy_for("https", "localhost", 443, proxy=None, trust_env=True) is None
-    via = proxy_for("https", "store.elsewhere", 443, proxy=None, trust_env=True)
-    assert via is not None and (via.host, via.port) == ("proxy.internal", 3128)
-    assert proxy_for("https", "store.elsewhere", 443, proxy=None, trust_env=False) is None
-    assert proxy_for("https", "store.elsewhere", 443, proxy="", trust_env=True) is None
+    with pytest.raises(StoreUnavailableError, match="Cannot reach"):
+        asyncio.run(_round_trip(_client(f"http://store.test:{network.store_port}")))
+    assert network.proxy_log[before:] == []
 
 
 def test_bad_tls_and_proxy_settings_are_clear_errors(tmp_path: Path) -> None:

@@ -1,0 +1,193 @@
+"""One model call, several records: which LLM spans record the same call, and which record is read.
+
+A call can be recorded up to three times: by a framework's own instrumentation, by agl's LLM-client
+instrumentation (nested inside the framework's span), and by the agl LLM proxy (server side, another
+trace). Every adapter and ``agl doctor`` use :func:`group_llm_calls`, so one call is one triplet, one
+chat sample and one "LLM call" in a report, whichever paths recorded it. Records are the same call when:
+
+1. they carry the same response id;
+2. one is the only LLM span directly nested in the other (no two different response ids);
+3. one was recorded by the proxy, the other was not, neither side already has a record of the other
+   path, their response ids do not differ, and their completions are equal (paired in order) -- the case
+   of a framework span with no response id that is not nested under the proxy's.
+
+The record read (:attr:`CallRecords.best`) is the richest: token ids first, then the proxy's exact record,
+then a response id, then a readable completion and prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agl_core.adapter import genai as _genai
+from agl_core.types import Span
+
+__all__ = ["CallRecords", "group_llm_calls", "nearest_llm_ancestors", "richness"]
+
+
+@dataclass
+class CallRecords:
+    """Every record of one model call (in input order) and the one adapters read."""
+
+    spans: list[Span]
+    best: Span
+    first_index: int
+    """Position of the call's first record in the input (calls are returned in this order)."""
+
+    @property
+    def extra(self) -> list[Span]:
+        """The records that are not :attr:`best`."""
+        return [span for span in self.spans if span is not self.best]
+
+    @property
+    def recorded_by_proxy(self) -> bool:
+        """Whether the LLM proxy recorded this call."""
+        return any(_genai.is_proxy_llm_span(span) for span in self.spans)
+
+
+def richness(span: Span) -> tuple[bool, bool, bool, bool, bool]:
+    """How much of a call a record holds: token ids, the proxy's record, response id, completion, prompt."""
+    return (
+        _genai.prompt_token_ids(span) is not None and _genai.response_token_ids(span) is not None,
+        _genai.is_proxy_llm_span(span),
+        _genai.response_id(span) is not None,
+        _genai.completion_messages(span) is not None,
+        _genai.prompt_messages(span) is not None,
+    )
+
+
+def nearest_llm_ancestors(spans: Sequence[Span], llm_ids: set[str]) -> dict[str, str]:
+    """Span id of each LLM span -> the id of the nearest LLM span above it (by parent links), if any."""
+    parents = {span.span_id: span.parent_id for span in spans if span.parent_id}
+    found: dict[str, str] = {}
+    for span_id in llm_ids:
+        seen = {span_id}
+        current = parents.get(span_id)
+        while current is not None and current not in seen:
+            if current in llm_ids:
+                found[span_id] = current
+                break
+            seen.add(current)
+            current = parents.get(current)
+    return found
+
+
+def _completion_key(span: Span) -> str | None:
+    """The first choice's text and tool calls, normalised; None when nothing was recorded."""
+    choices = _genai.completion_messages(span)
+    if not choices:
+        return None
+    choice = choices[0]
+    content = choice.get("content")
+    text = content.strip() if isinstance(content, str) else json.dumps(content, sort_keys=True, default=str)
+    calls = []
+    for call in choice.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        arguments: Any = function.get("arguments")
+        if isinstance(arguments, str):
+            with contextlib.suppress(ValueError):
+                arguments = json.loads(arguments)
+        calls.append([function.get("name"), arguments])
+    if not text and not calls:
+        return None
+    return json.dumps([text if content is not None else None, calls], sort_keys=True, default=str)
+
+
+class _Groups:
+    """Union-find over record indices; a group never holds two different response ids."""
+
+    def __init__(self, ids: list[str | None]) -> None:
+        self.parent = list(range(len(ids)))
+        self.ids: list[str | None] = list(ids)
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, a: int, b: int) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return True
+        ida, idb = self.ids[ra], self.ids[rb]
+        if ida is not None and idb is not None and ida != idb:
+            return False
+        low, high = min(ra, rb), max(ra, rb)
+        self.parent[high] = low
+        self.ids[low] = ida if ida is not None else idb
+        return True
+
+
+def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list[CallRecords]:
+    """Group LLM-call records into calls (rules in the module docstring), in order of first record.
+
+    Args:
+        spans: the LLM-call spans of one rollout, in the caller's order (walk or time order).
+        enclosing: span id -> id of the nearest LLM span it is nested in (:func:`nearest_llm_ancestors`,
+            or the caller's own tree walk).
+    """
+    count = len(spans)
+    if count == 0:
+        return []
+    ids = [_genai.response_id(span) for span in spans]
+    groups = _Groups(ids)
+    first_with_id: dict[str, int] = {}
+    for index, rid in enumerate(ids):
+        if rid is not None:
+            groups.union(index, first_with_id.setdefault(rid, index))
+    position = {span.span_id: index for index, span in enumerate(spans)}
+    inner: dict[int, list[int]] = {}
+    for index, span in enumerate(spans):
+        outer = position.get(enclosing.get(span.span_id, ""))
+        if outer is not None and outer != index:
+            inner.setdefault(outer, []).append(index)
+    for outer, nested in inner.items():
+        # the only nested call is the same call; a span around several calls is a wrapper of the first
+        groups.union(outer, nested[0])
+    proxy = [_genai.is_proxy_llm_span(span) for span in spans]
+    members: dict[int, list[int]] = {}
+    for index in range(count):
+        members.setdefault(groups.find(index), []).append(index)
+    if any(proxy) and not all(proxy):
+        _pair_across_paths(spans, groups, members, proxy)
+        members = {}
+        for index in range(count):
+            members.setdefault(groups.find(index), []).append(index)
+    calls: list[CallRecords] = []
+    for indices in members.values():
+        records = [spans[i] for i in indices]
+        best = records[0] if len(records) == 1 else max(records, key=richness)  # max keeps the first of ties
+        calls.append(CallRecords(spans=records, best=best, first_index=indices[0]))
+    calls.sort(key=lambda call: call.first_index)
+    return calls
+
+
+def _pair_across_paths(
+    spans: Sequence[Span], groups: _Groups, members: dict[int, list[int]], proxy: list[bool]
+) -> None:
+    """Rule 3: join a call recorded only by the tracer with one recorded only by the proxy, by completion."""
+    proxy_only: dict[str, list[int]] = {}
+    tracer_only: list[tuple[int, str]] = []
+    for root, indices in sorted(members.items()):
+        kinds = {proxy[i] for i in indices}
+        if len(kinds) != 1:
+            continue
+        key = next((k for i in indices if (k := _completion_key(spans[i])) is not None), None)
+        if key is None:
+            continue
+        if True in kinds:
+            proxy_only.setdefault(key, []).append(root)
+        else:
+            tracer_only.append((root, key))
+    for root, key in tracer_only:
+        waiting = proxy_only.get(key)
+        while waiting:
+            if groups.union(root, waiting.pop(0)):
+                break

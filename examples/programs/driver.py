@@ -1,0 +1,145 @@
+"""What every program example runs: its agent on the two tasks through the agl proxy, one prompt step.
+
+``train(agent, ...)`` starts an LLM proxy in front of the model server (``model_url``; the local scripted
+fake model when None), trains ``agent`` -- a :class:`agl.ProgramAgent` -- with :class:`PromptStep` over
+the tasks on the chosen strategy, and returns what it found: the step's scores and best prompt, and per
+rollout the LLM calls the proxy recorded, their token ids, the reward and ``agl doctor``'s verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from prompt_step import PromptStep
+from tasks import PROMPTS, TASKS, scripted_model
+
+import agl_core as agl
+from agl_core.adapter.doctor import diagnose_rollout
+from agl_core.emitter import find_final_reward
+from agl_core.llm_proxy import LLMProxy
+from agl_core.program import PROGRAM_SPAN
+from agl_core.store.memory import InMemoryLightningStore
+from agl_core.testing.fake_openai import FakeOpenAIServer
+
+PROXY_SPAN = "agl.llm_proxy.request"
+
+
+@dataclass
+class RolloutReport:
+    """One rollout of the run, as the examples' tests and READMEs report it."""
+
+    rollout_id: str
+    kind: str
+    prompt: str
+    status: str
+    llm_calls: int
+    with_token_ids: int
+    reward: float | None
+    doctor_ok: bool
+    program: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunReport:
+    """The whole run: the prompt step's scores and choice, every rollout, and the model's request count."""
+
+    scores: dict[str, float]
+    best: str | None
+    rollouts: list[RolloutReport]
+    model_requests: int | None
+
+
+@contextlib.contextmanager
+def model_server(model_url: str | None) -> Iterator[tuple[str, FakeOpenAIServer | None]]:
+    """``model_url``, or the scripted fake model on a local port (token ids on every answer, as vLLM)."""
+    if model_url is not None:
+        yield model_url, None
+        return
+    with FakeOpenAIServer(scripted_model, token_ids="always") as server:
+        yield server.base_url, server
+
+
+async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, str]) -> list[RolloutReport]:
+    out = []
+    for rollout in await store.query_rollouts():
+        spans = list(await store.query_spans(rollout.rollout_id, "latest"))
+        calls = [s for s in spans if s.name == PROXY_SPAN]
+        with_ids = [
+            s
+            for s in calls
+            if s.attributes.get("prompt_token_ids") and s.attributes.get("response_token_ids")
+        ]
+        doctor = await diagnose_rollout(store, rollout.rollout_id, adapter="proxy-triplet")
+        program = next((dict(s.attributes) for s in spans if s.name == PROGRAM_SPAN), {})
+        out.append(
+            RolloutReport(
+                rollout_id=rollout.rollout_id,
+                kind=str(rollout.input.get("kind")),
+                prompt=resources_prompts.get(rollout.resources_id or "", ""),
+                status=rollout.status,
+                llm_calls=len(calls),
+                with_token_ids=len(with_ids),
+                reward=find_final_reward(spans),
+                doctor_ok=doctor.report.ok,
+                program=program,
+            )
+        )
+    return out
+
+
+def train(
+    agent: agl.ProgramAgent,
+    *,
+    tasks: Sequence[dict[str, Any]] = TASKS,
+    prompts: Sequence[str] = PROMPTS,
+    model_url: str | None = None,
+    model: str = "policy",
+    strategy: str = "shm",
+    n_runners: int = 2,
+) -> RunReport:
+    """Run ``agent`` on ``tasks`` under one :class:`PromptStep` over ``prompts``; report every rollout."""
+    store = InMemoryLightningStore()
+    step = PromptStep(prompts)
+    with model_server(model_url) as (url, fake), LLMProxy({model: url}, store=store) as proxy:
+        trainer = agl.Trainer(
+            strategy=strategy,
+            n_runners=n_runners,
+            port=0,
+            store=store,
+            algorithm=step,
+            adapter="proxy-triplet",
+            llm_proxy=proxy,
+            initial_resources={"llm": proxy.as_resource()},
+            progress=False,
+        )
+        trainer.fit(agent, list(tasks))
+        requests = None if fake is None else len(fake.requests)
+
+        async def collect() -> list[RolloutReport]:
+            assert await proxy.flush(timeout=30)
+            prompts_by_id = {}
+            for update in await store.query_resources():
+                prompt = update.resources.get("prompt")
+                if prompt is not None:
+                    prompts_by_id[update.resources_id] = getattr(prompt, "template", "")
+            return await _report(store, prompts_by_id)
+
+        rollouts = asyncio.run(collect())
+    return RunReport(step.scores, step.best, rollouts, requests)
+
+
+def print_report(report: RunReport) -> None:
+    """The run as a table: one line per rollout, then the step's scores and choice."""
+    print(f"{'kind':6} {'status':10} {'calls':>5} {'ids':>4} {'reward':>6} doctor  prompt")
+    for r in report.rollouts:
+        reward = "-" if r.reward is None else f"{r.reward:g}"
+        doctor = "OK" if r.doctor_ok else "NO"
+        counts = f"{r.llm_calls:5} {r.with_token_ids:4}"
+        print(f"{r.kind:6} {r.status:10} {counts} {reward:>6} {doctor:6}  {r.prompt!r}")
+    for prompt, score in report.scores.items():
+        print(f"score {score:.2f}  {prompt!r}")
+    print(f"best prompt: {report.best!r}; model requests: {report.model_requests}")
