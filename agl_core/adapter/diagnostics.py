@@ -606,7 +606,12 @@ def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
                 span_ids=[s.span_id for s in refused],
             )
         )
-    dropped = Counter(str(field) for s in spans for field in (s.attributes.get(PROXY_REQUEST_DROPPED) or ()))
+    dropped = Counter(
+        str(field)
+        for s in spans
+        if isinstance(fields := s.attributes.get(PROXY_REQUEST_DROPPED), (list, tuple))
+        for field in fields
+    )
     if dropped:
         shown = ", ".join(f"{name} (x{n})" for name, n in dropped.most_common(8))
         problems.append(
