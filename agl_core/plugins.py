@@ -224,23 +224,6 @@ def _reraise_if_interrupt(exc: BaseException, watch: _SigintWatch) -> None:
         raise exc
 
 
-class _AglPluggyManager(pluggy.PluginManager):
-    """pluggy manager that also treats unmarked ``agl_register_*`` functions as hook impls."""
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        opts = super().parse_hookimpl_opts(plugin, name)
-        if opts is None and name.startswith("agl_register_") and callable(getattr(plugin, name, None)):
-            return {
-                "wrapper": False,
-                "hookwrapper": False,
-                "optionalhook": False,
-                "tryfirst": False,
-                "trylast": False,
-                "specname": None,
-            }
-        return opts
-
-
 @dataclass(frozen=True)
 class TargetProblem:
     """A registered component whose target cannot be imported or is not of its kind."""
@@ -282,7 +265,7 @@ class PluginManager:
 
     def __init__(self, *, strict: bool | None = None, builtins: bool = True, autoload: bool = False) -> None:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
-        self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self.registries = Registries(
             **{
@@ -519,6 +502,12 @@ class PluginManager:
 
     def _check_hook_names(self, plugin: Any, name: str) -> None:
         for attr in dir(plugin):
+            if attr in _KNOWN_HOOKS and self._pm.parse_hookimpl_opts(plugin, attr) is None:
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{attr} in plugin {name!r} is not marked as a hook implementation, so agl would never "
+                    "call it; decorate it with @agl_core.hookimpl.",
+                )
             if attr.startswith("agl_register") and attr not in _KNOWN_HOOKS:
                 close = difflib.get_close_matches(attr, _KNOWN_HOOKS, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
