@@ -301,3 +301,12 @@ def test_requirements_are_checked_without_importing(plugin_manager: PluginManage
     assert registry.get("needs-pydantic").available
     assert registry.get("needs-missing").missing == ("agl-definitely-not-installed>=1",)
     assert "found" in registry.get("needs-new-pydantic").missing[0]
+
+
+def test_a_disabled_plugin_is_refused_even_when_registered_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGL_DISABLE_PLUGINS", "good,core")
+    manager = PluginManager(strict=False)
+    assert manager.record("core").status == "ok"  # the built-ins cannot be disabled
+    record = manager.register(good_plugin_module(), name="good", distribution="agl-good")
+    assert record.status == "disabled" and record.disabled_reason == "AGL_DISABLE_PLUGINS=good,core"
+    assert "store-x" not in manager.registry("store")
