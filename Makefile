@@ -53,7 +53,8 @@ test-wheels: venv
 	AGL_TEST_WHEELS=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests/packaging/test_wheel_install.py
 
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
-# once into .agl/npm/) driven headless through the LLM proxy to the fake model; skipped without npm.
+# once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
+# through the LLM proxy to the fake model; the npm ones are skipped without npm.
 test-harnesses: venv
 	$(PY) -m pytest -q examples/programs/clis
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agl_core.adapter.base import Adapter
     from agl_core.client import AgentLightningClient
     from agl_core.litagent import LitAgent
+    from agl_core.program.rollout_hooks import RolloutHooks
     from agl_core.types import Dataset, NamedResources
 
 __all__ = ["Trainer"]
@@ -105,6 +106,8 @@ class Trainer(ParallelWorkerBase):
         daemon: Kept for tracers that take it.
         triplet_exporter: Deprecated alias of ``adapter``.
         hooks: A `Hook` or a sequence of them, called by every runner.
+        rollout_hooks: `RolloutHooks` (or a sequence) run where the store is: before each rollout is
+            enqueued, when one succeeds, when one finally fails; the store is wrapped in a `HookedStore`.
         progress: Show live progress while fitting.
     """
 
@@ -129,6 +132,7 @@ class Trainer(ParallelWorkerBase):
         triplet_exporter: Any = None,
         hooks: Hook | Sequence[Hook] | None = None,
         progress: bool = True,
+        rollout_hooks: RolloutHooks | Sequence[RolloutHooks] | None = None,
     ) -> None:
         if dev:
             warnings.warn(
@@ -174,6 +178,10 @@ class Trainer(ParallelWorkerBase):
             None if algorithm is None else get_registries().algorithm.create(algorithm)
         )
         self.store: LightningStore = self._build_store(store)
+        if rollout_hooks is not None:
+            from agl_core.program.rollout_hooks import with_rollout_hooks
+
+            self.store = with_rollout_hooks(self.store, rollout_hooks)
         self.runner: Runner[Any] = self._build_runner(runner)
         self.llm_proxy: Any = self._build_llm_proxy(llm_proxy)
         self.hooks: tuple[Hook, ...] = self._normalize_hooks(hooks)
