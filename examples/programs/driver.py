@@ -38,6 +38,9 @@ class RolloutReport:
     status: str
     llm_calls: int
     with_token_ids: int
+    exact_token_ids: int
+    """Calls whose prompt and response ids all decode with the fake model's tokenizer: the model server's own
+    ids, unchanged (counted offline only; with a real server it equals ``with_token_ids``)."""
     reward: float | None
     doctor_ok: bool
     program: dict[str, Any] = field(default_factory=dict)
@@ -63,7 +66,19 @@ def model_server(model_url: str | None) -> Iterator[tuple[str, FakeOpenAIServer 
         yield server.base_url, server
 
 
-async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, str]) -> list[RolloutReport]:
+def _decodes(fake: FakeOpenAIServer | None, ids: Any) -> bool:
+    if fake is None:
+        return True
+    try:
+        fake.tokenizer.decode(ids)
+    except KeyError:
+        return False
+    return True
+
+
+async def _report(
+    store: InMemoryLightningStore, resources_prompts: dict[str, str], fake: FakeOpenAIServer | None
+) -> list[RolloutReport]:
     out = []
     for rollout in await store.query_rollouts():
         spans = list(await store.query_spans(rollout.rollout_id, "latest"))
@@ -72,6 +87,12 @@ async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, st
             s
             for s in calls
             if s.attributes.get("prompt_token_ids") and s.attributes.get("response_token_ids")
+        ]
+        exact = [
+            s
+            for s in with_ids
+            if _decodes(fake, s.attributes["prompt_token_ids"])
+            and _decodes(fake, s.attributes["response_token_ids"])
         ]
         doctor = await diagnose_rollout(store, rollout.rollout_id, adapter="proxy-triplet")
         program = next((dict(s.attributes) for s in spans if s.name == PROGRAM_SPAN), {})
@@ -83,6 +104,7 @@ async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, st
                 status=rollout.status,
                 llm_calls=len(calls),
                 with_token_ids=len(with_ids),
+                exact_token_ids=len(exact),
                 reward=find_final_reward(spans),
                 doctor_ok=doctor.report.ok,
                 program=program,
@@ -101,7 +123,10 @@ def train(
     strategy: str = "shm",
     n_runners: int = 2,
 ) -> RunReport:
-    """Run ``agent`` on ``tasks`` under one :class:`PromptStep` over ``prompts``; report every rollout."""
+    """Run ``agent`` on ``tasks`` under one :class:`PromptStep` over ``prompts``; report every rollout.
+
+    The proxy serves ``model`` (``"*"``: any name the program sends) from the model server.
+    """
     store = InMemoryLightningStore()
     step = PromptStep(prompts)
     with model_server(model_url) as (url, fake), LLMProxy({model: url}, store=store) as proxy:
@@ -113,7 +138,7 @@ def train(
             algorithm=step,
             adapter="proxy-triplet",
             llm_proxy=proxy,
-            initial_resources={"llm": proxy.as_resource()},
+            initial_resources={"llm": proxy.as_resource(model="policy" if model == "*" else model)},
             progress=False,
         )
         trainer.fit(agent, list(tasks))
@@ -126,7 +151,7 @@ def train(
                 prompt = update.resources.get("prompt")
                 if prompt is not None:
                     prompts_by_id[update.resources_id] = getattr(prompt, "template", "")
-            return await _report(store, prompts_by_id)
+            return await _report(store, prompts_by_id, fake)
 
         rollouts = asyncio.run(collect())
     return RunReport(step.scores, step.best, rollouts, requests)
@@ -134,11 +159,11 @@ def train(
 
 def print_report(report: RunReport) -> None:
     """The run as a table: one line per rollout, then the step's scores and choice."""
-    print(f"{'kind':6} {'status':10} {'calls':>5} {'ids':>4} {'reward':>6} doctor  prompt")
+    print(f"{'kind':6} {'status':10} {'calls':>5} {'ids':>4} {'exact':>5} {'reward':>6} doctor  prompt")
     for r in report.rollouts:
         reward = "-" if r.reward is None else f"{r.reward:g}"
         doctor = "OK" if r.doctor_ok else "NO"
-        counts = f"{r.llm_calls:5} {r.with_token_ids:4}"
+        counts = f"{r.llm_calls:5} {r.with_token_ids:4} {r.exact_token_ids:5}"
         print(f"{r.kind:6} {r.status:10} {counts} {reward:>6} {doctor:6}  {r.prompt!r}")
     for prompt, score in report.scores.items():
         print(f"score {score:.2f}  {prompt!r}")

@@ -222,11 +222,11 @@ def test_template_folder_is_copied_per_attempt_and_stdin_gets_the_input(
     template.mkdir()
     (template / "seed.txt").write_text("seed")
     script = (
-        "import json, sys, pathlib; task = json.load(sys.stdin); "
+        "import json, os, sys, pathlib; task = json.load(sys.stdin); assert sys.argv[1] == os.getcwd(); "
         "pathlib.Path('seed.txt').write_text('changed'); "
         "print(json.dumps({'reward': task['id'] + len(open('seed.txt').read())}))"
     )
-    agent = ProgramAgent([sys.executable, "-c", script], stdin="{input}", template_dir=template)
+    agent = ProgramAgent([sys.executable, "-c", script, "{work_dir}"], stdin="{input}", template_dir=template)
     store = train(agent, backend, QUESTIONS[:3])
     rewards = sorted(
         find_final_reward(run(store.query_spans(r.rollout_id, "latest"))) for r in run(store.query_rollouts())
