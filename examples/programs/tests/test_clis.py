@@ -35,7 +35,7 @@ def check(report: Any) -> None:
     rollouts = report.rollouts
     assert len(rollouts) == 4 and {r.status for r in rollouts} == {"succeeded"}, [r.program for r in rollouts]
     assert sum(r.llm_calls for r in rollouts) == report.model_requests
-    assert all(r.llm_calls == r.with_token_ids == r.exact_token_ids >= 1 for r in rollouts)
+    assert all(r.calls_made == r.llm_calls == r.with_token_ids == r.exact_token_ids >= 1 for r in rollouts)
     by = {(r.kind, r.prompt): r for r in rollouts}
     assert by[("tool", PROMPTS[1])].llm_calls >= 2  # a tool call, then the answer from its result
     assert {k: r.reward for k, r in by.items()} == {
