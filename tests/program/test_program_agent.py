@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
 import sys
 import time
 from collections.abc import Iterator
@@ -233,6 +234,12 @@ def test_template_folder_is_copied_per_attempt_and_stdin_gets_the_input(
     )
     assert rewards == [7.0, 8.0, 9.0]
     assert (template / "seed.txt").read_text() == "seed"
+
+
+def test_a_program_agent_pickles_for_process_and_ray_runners() -> None:
+    agent = chat_agent(timeout=5.0)
+    copy = pickle.loads(pickle.dumps(agent))
+    assert isinstance(copy, ProgramAgent) and copy.argv == agent.argv and copy.env_map == agent.env_map
 
 
 def test_bad_arguments_say_what_to_write() -> None:
