@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
 from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
-from agl_core.plugins import get_registry
+from agl_core.plugins import get_registries
 from agl_core.registry import Registry
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
@@ -175,7 +175,7 @@ class Trainer(ParallelWorkerBase):
         self.tracer: Tracer = self._build_tracer(tracer)
         self.adapter: Adapter[Any, Any] = self._build_adapter(adapter)
         self.algorithm: Algorithm | None = (
-            None if algorithm is None else get_registry("algorithm").create(algorithm)
+            None if algorithm is None else get_registries().algorithm.create(algorithm)
         )
         self.store: LightningStore = self._build_store(store)
         if rollout_hooks is not None:
@@ -241,7 +241,7 @@ class Trainer(ParallelWorkerBase):
         def default() -> ExecutionStrategy:
             return ClientServerExecutionStrategy(**defaults)
 
-        strategy = _component(get_registry("strategy"), spec, default, defaults)
+        strategy = _component(get_registries().strategy, spec, default, defaults)
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):
             strategy.server_port = port
         return strategy
@@ -252,12 +252,12 @@ class Trainer(ParallelWorkerBase):
 
             return OtelTracer()
 
-        return _component(get_registry("tracer"), spec, default)
+        return _component(get_registries().tracer, spec, default)
 
     def _build_adapter(self, spec: Any) -> Adapter[Any, Any]:
         from agl_core.adapter.triplet import TracerTraceToTriplet
 
-        registry = get_registry("adapter")
+        registry = get_registries().adapter
         if isinstance(spec, Mapping) and "type" not in spec and "name" not in spec:
             return registry.create(
                 TracerTraceToTriplet, **spec
@@ -270,7 +270,7 @@ class Trainer(ParallelWorkerBase):
 
             return InMemoryLightningStore()
 
-        return _component(get_registry("store"), spec, default)
+        return _component(get_registries().store, spec, default)
 
     def _build_runner(self, spec: Any) -> Runner[Any]:
         defaults = {
@@ -286,7 +286,7 @@ class Trainer(ParallelWorkerBase):
                 tracer=self.tracer, max_rollouts=self.max_rollouts, poll_interval=DEFAULT_RUNNER_POLL_SECONDS
             )
 
-        return _component(get_registry("runner"), spec, default, defaults)
+        return _component(get_registries().runner, spec, default, defaults)
 
     def _build_llm_proxy(self, spec: Any) -> Any:
         if spec is None:
