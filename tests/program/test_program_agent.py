@@ -204,6 +204,21 @@ def test_a_timeout_ends_the_whole_process_group(backend: FakeOpenAIServer, tmp_p
     assert [p.name for p in tmp_path.iterdir()] and all((p / "work").is_dir() for p in tmp_path.iterdir())
 
 
+def test_a_program_killed_by_a_signal_fails_naming_the_signal(backend: FakeOpenAIServer) -> None:
+    script = (
+        "import os, signal, sys; print('about to die', file=sys.stderr, flush=True); os.kill(os.getpid(), 9)"
+    )
+    store = train(ProgramAgent([sys.executable, "-c", script]), backend, QUESTIONS[:1], n_runners=1)
+    rollout = run(store.query_rollouts())[0]
+    assert rollout.status == "failed"
+    spans = run(store.query_spans(rollout.rollout_id, "latest"))
+    [error] = [s for s in spans if s.name == "agentlightning.exception"]
+    assert "was killed by SIGKILL" in error.attributes["exception.message"]
+    assert "about to die" in error.attributes["exception.message"]
+    program = program_span(spans)
+    assert program["agl.program.signal"] == "SIGKILL" and "agl.program.exit_code" not in program
+
+
 def test_a_missing_program_fails_with_a_clear_reason(backend: FakeOpenAIServer) -> None:
     store = train(ProgramAgent(["no-such-program-agl", "x"]), backend, QUESTIONS[:1], n_runners=1)
     rollout = run(store.query_rollouts())[0]
