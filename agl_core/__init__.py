@@ -78,7 +78,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
     ],
     "agl_core.litagent": ["LitAgent", "llm_rollout", "prompt_rollout", "rollout"],
     "agl_core.llm_proxy": ["LLMProxy"],
-    "agl_core.program": ["ProgramAgent"],
+    "agl_core.program": ["ProgramAgent", "RolloutHooks"],
     "agl_core.runner": ["LitAgentRunner", "Runner"],
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
