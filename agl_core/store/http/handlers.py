@@ -35,7 +35,13 @@ _JSON = "application/json"
 
 
 def json_response(payload: Any, status: int = 200) -> web.Response:
-    """A JSON answer; `payload` may hold pydantic models."""
+    """A JSON answer; `payload` may hold pydantic models.
+
+    An error body ``{"error": {...}}`` also gets Agent Lightning 0.3's ``"detail": <message>`` beside it,
+    for raw HTTP clients written against 0.3 (agl's own client reads ``error``).
+    """
+    if status >= 400 and isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        payload = {**payload, "detail": payload["error"].get("message")}
     return web.Response(body=pydantic_core.to_json(payload), status=status, content_type=_JSON)
 
 
