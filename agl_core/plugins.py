@@ -25,7 +25,6 @@ import difflib
 import inspect
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -34,23 +33,25 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_BASES, COMPONENT_KINDS, Registry, RegistryEntry, kind_plural
+from agl_core.registry import (
+    COMPONENT_BASES,
+    COMPONENT_KINDS,
+    Registries,
+    Registry,
+    RegistryEntry,
+    declared_install,
+    kind_plural,
+)
 
 if TYPE_CHECKING:
     import click
 
-    from agl_core.adapter.base import Adapter
-    from agl_core.algorithm.base import Algorithm
-    from agl_core.execution.base import ExecutionStrategy
-    from agl_core.runner.base import Runner
-    from agl_core.store.base import LightningStore
-    from agl_core.tracer.base import Tracer
 
 logger = logging.getLogger(__name__)
 
@@ -150,44 +151,12 @@ TRACEBACK_HINT = "`agl --debug plugins list` prints the traceback"
 """How a user sees a failed plugin's traceback (the CLI's hint texts end with it)."""
 
 
-def _declared_requirement(distribution: str | None, module: str) -> str | None:
-    """What to ``pip install`` for ``module`` according to ``distribution``'s own requirements.
-
-    A requirement named like the module (``verl`` for ``import verl``); when it belongs to one of the
-    distribution's extras, the extra (``agl-verl[train]``) instead, so the plugin's pins apply.
-    """
-    if not distribution:
-        return None
-    from importlib.metadata import PackageNotFoundError, requires
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        declared = requires(distribution) or []
-    except PackageNotFoundError:
-        return None
-    wanted = re.sub(r"[-_.]+", "-", module).lower()
-    for text in declared:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if re.sub(r"[-_.]+", "-", requirement.name).lower() != wanted:
-            continue
-        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
-        if extra:
-            return f"{distribution}[{extra.group(1)}]"
-        requirement.marker = None
-        return str(requirement)
-    return None
-
-
 def _install_hint(exc: BaseException, distribution: str | None) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         if top == (distribution or "").replace("-", "_"):
             return f"reinstall {distribution}; {TRACEBACK_HINT}"
-        declared = _declared_requirement(distribution, top)
+        declared = declared_install(distribution, top)
         if declared is not None:
             fix = f"pip install '{declared}'"
         else:
@@ -315,12 +284,15 @@ class PluginManager:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
         self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
-        self._registries: dict[str, Registry[Any]] = {
-            kind: Registry(
-                kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
-            )
-            for kind in COMPONENT_KINDS
-        }
+        self.registries = Registries(
+            **{
+                kind: Registry(
+                    kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
+                )
+                for kind in COMPONENT_KINDS
+            }
+        )
+        """The component registries, typed by kind (``manager.registries.store``)."""
         self._records: dict[str, PluginRecord] = {}
         self._lock = threading.RLock()
         self._autoload = autoload
@@ -335,33 +307,9 @@ class PluginManager:
 
     # -- public API --------------------------------------------------------------------------
 
-    @overload
-    def registry(self, kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-    @overload
-    def registry(self, kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-    @overload
-    def registry(self, kind: Literal["tracer"]) -> Registry[Tracer]: ...
-    @overload
-    def registry(self, kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-    @overload
-    def registry(self, kind: Literal["store"]) -> Registry[LightningStore]: ...
-    @overload
-    def registry(self, kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-    @overload
-    def registry(self, kind: str) -> Registry[Any]: ...
     def registry(self, kind: str) -> Registry[Any]:
-        """The registry of one component kind (``"algorithm"``, ``"store"``, ...)."""
-        try:
-            return self._registries[kind]
-        except KeyError:
-            raise ValueError(
-                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
-            ) from None
-
-    @property
-    def registries(self) -> dict[str, Registry[Any]]:
-        """Every registry by kind."""
-        return dict(self._registries)
+        """The registry of a kind held as data (``"algorithm"``, ``"store"``); typed: :attr:`registries`."""
+        return self.registries.of_kind(kind)
 
     def records(self) -> list[PluginRecord]:
         """Every plugin the manager has seen (ok, failed or disabled), built-ins first."""
@@ -375,7 +323,7 @@ class PluginManager:
         """Components and commands a plugin registered."""
         items = [
             entry.describe()
-            for registry in self._registries.values()
+            for registry in self.registries.all()
             for entry in registry.entries()
             if entry.plugin == name
         ]
@@ -420,7 +368,9 @@ class PluginManager:
                     for hook_name, kind in _REGISTER_HOOKS.items():
                         if hook_name in record.hooks:
                             stage = hook_name
-                            self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
+                            self._call_impl(
+                                hook_name, name, {"registry": self.registries.of_kind(kind)}, kind
+                            )
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
                 self._fail(record, plugin, stage, exc)
@@ -532,7 +482,7 @@ class PluginManager:
             plugin = self._pm.get_plugin(name)
             if plugin is not None:
                 self._pm.unregister(name=name)
-            for registry in self._registries.values():
+            for registry in self.registries.all():
                 registry.remove_plugin(name)
             self._records.pop(name, None)
             for names in self._commands_added.values():
@@ -545,7 +495,7 @@ class PluginManager:
         Components whose ``requires`` are missing are left out: ``agl plugins check`` reports those apart.
         """
         problems = []
-        for registry in self._registries.values():
+        for registry in self.registries.all():
             base = registry.base
             for entry in registry.entries():
                 if entry.missing:
@@ -606,7 +556,7 @@ class PluginManager:
             record = self._records.get(plugin_name)
             dist = record.distribution if record else None
             if kind is not None:
-                with self._registries[kind].registering(plugin_name, dist):
+                with self.registries.of_kind(kind).registering(plugin_name, dist):
                     returned = impl.function(*args)
             else:
                 returned = impl.function(*args)
@@ -624,7 +574,7 @@ class PluginManager:
             self._pm.unregister(name=record.name)
         elif plugin is not None and self._pm.is_registered(plugin):
             self._pm.unregister(plugin)
-        for registry in self._registries.values():
+        for registry in self.registries.all():
             registry.remove_plugin(record.name)
         record.status = "failed"
         record.commands = []
@@ -699,20 +649,11 @@ def set_plugin_manager(manager: PluginManager | None) -> PluginManager | None:
     return previous
 
 
-@overload
-def get_registry(kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-@overload
-def get_registry(kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-@overload
-def get_registry(kind: Literal["tracer"]) -> Registry[Tracer]: ...
-@overload
-def get_registry(kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-@overload
-def get_registry(kind: Literal["store"]) -> Registry[LightningStore]: ...
-@overload
-def get_registry(kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-@overload
-def get_registry(kind: str) -> Registry[Any]: ...
 def get_registry(kind: str) -> Registry[Any]:
-    """The process-wide registry of one component kind (typed by kind: ``Registry[Algorithm]``, ...)."""
+    """The process-wide registry of a kind held as data; :func:`get_registries` gives them typed."""
     return get_plugin_manager().registry(kind)
+
+
+def get_registries() -> Registries:
+    """The process-wide registries, typed by kind (``get_registries().store`` builds LightningStores)."""
+    return get_plugin_manager().registries

@@ -387,13 +387,11 @@ def _section(span: Span, prefix: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+# 0.3 defined LlmProxyTraceToTriplet here; agl keeps it in proxy_triplet.py (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3 defined LlmProxyTraceToTriplet in this module; agl keeps it in proxy_triplet.py.
-    if name == "LlmProxyTraceToTriplet":
-        from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
+    from agl_core._moved03 import moved_name
 
-        return LlmProxyTraceToTriplet
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)
 
 
 class Transition(BaseModel):

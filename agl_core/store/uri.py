@@ -35,7 +35,7 @@ def parse_store_uri(uri: str) -> str:
 def open_store(uri: str, **kwargs: Any) -> LightningStore:
     """Open the store a URI names; ``kwargs`` go to the store's ``from_uri``.
 
-    The store registry opens it (:meth:`agl_core.registry.Registry.open_uri`), as ``Trainer(store=uri)`` does.
+    The store registry builds it (:meth:`agl_core.registry.Registry.create`), as ``Trainer(store=uri)`` does.
 
     Raises:
         InvalidRequestError: the URI has no scheme.
@@ -44,10 +44,10 @@ def open_store(uri: str, **kwargs: Any) -> LightningStore:
         ComponentSpecError: the store registered for the scheme built something that is not a
             `LightningStore` (a `TypeError`).
     """
-    from agl_core.plugins import get_registry
+    from agl_core.plugins import get_registries
 
     parse_store_uri(uri)
-    return get_registry("store").open_uri(uri, **kwargs)
+    return get_registries().store.create(uri, **kwargs)
 
 
 def check_store_uri(uri: str) -> None:
@@ -57,9 +57,9 @@ def check_store_uri(uri: str) -> None:
         InvalidRequestError: the URI has no scheme.
         UnknownComponentError: no store opens the scheme.
     """
-    from agl_core.plugins import get_registry
+    from agl_core.plugins import get_registries
 
-    get_registry("store").scheme_entry(parse_store_uri(uri))
+    get_registries().store.scheme_entry(parse_store_uri(uri))
 
 
 def open_store_for_reading(uri: str) -> LightningStore:

@@ -1,12 +1,15 @@
 """The two tasks every program example runs, a scripted model for them, and their reward.
 
-* the **plain** task asks the model to say a phrase back (no tools);
-* the **tool** task asks for a product; the program offers a ``multiply`` tool, and the scripted model
-  calls it only when the system prompt tells it to use its tools -- so the prompt matters and a prompt
-  optimization step has something to find.
+* the **plain** task asks the model to say a phrase back;
+* the **tool** task asks for a product. The scripted model computes it with a tool -- the program's
+  function tool (``multiply``), or its shell tool (one taking a ``command``: ``echo $((12 * 7))``) -- only
+  when the system prompt tells it to use its tools, and guesses wrong otherwise; so the prompt matters and
+  a prompt optimization step has something to find.
 
-``scripted_model`` is the policy of the local fake model server (`agl_core.testing.fake_openai`) for
-OpenAI chat requests, which is what every proxy API is translated to.
+An agent that can only finish through its shell tool (mini-swe-agent) gets its answers as a submit command
+(``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo '<answer>'``). ``scripted_model`` is the policy of the
+local fake model server (`agl_core.testing.fake_openai`) for OpenAI chat requests, which is what every
+proxy API is translated to.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ TASKS = [PLAIN_TASK, TOOL_TASK]
 PROMPTS = ["Answer briefly.", "Answer briefly. Use your tools for arithmetic."]
 """Candidate system prompts: only the second makes the scripted model call its tool."""
 
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+"""What a shell agent's submit command prints first (mini-swe-agent's convention); the rest is the answer."""
+
 _NUMBERS = re.compile(r"-?\d+")
+_PRODUCT = re.compile(r"What is (-?\d+) times (-?\d+)\?")
+_SAY = re.compile(r"Say exactly: ([^\n]+)")
 
 
 def _text(content: Any) -> str:
@@ -41,21 +49,50 @@ def _system_text(request: dict[str, Any]) -> str:
     return " ".join(_text(m.get("content")) for m in request.get("messages", []) if m.get("role") == "system")
 
 
+def _tools(request: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The name of an offered shell tool (one taking a ``command``) and of any other function tool."""
+    shell = function = None
+    for tool in request.get("tools") or []:
+        spec = tool.get("function", tool)
+        properties = (spec.get("parameters") or {}).get("properties") or {}
+        if "command" in properties:
+            shell = shell or spec.get("name")
+        else:
+            function = function or spec.get("name")
+    return shell, function
+
+
+def _answer(shell: str | None, text: str) -> Reply:
+    """The final answer: said, or submitted through the shell tool when the agent only ends that way."""
+    if shell is None:
+        return Reply(content=text)
+    return Reply(
+        content="Submitting.", tool_calls=[ToolCall(shell, {"command": f"echo {SUBMIT}; echo '{text}'"})]
+    )
+
+
 def scripted_model(request: dict[str, Any]) -> Reply:
-    """A tool result gets the final answer; a product question with tools offered gets a tool call when the
-    system prompt says to use tools (else a wrong guess); anything else is echoed."""
+    """The fake model's policy (see the module docstring) for function-tool and shell-tool agents."""
     messages = request.get("messages", [])
+    shell, function = _tools(request)
+    user = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
     last = messages[-1] if messages else {}
     if last.get("role") == "tool":
-        return Reply(content=f"The answer is {_text(last.get('content')).strip()}.")
-    question = _text(last.get("content"))
-    numbers = [int(n) for n in _NUMBERS.findall(question)]
-    tools = [t.get("function", t).get("name") for t in request.get("tools") or []]
-    if len(numbers) == 2 and "times" in question:
-        if tools and "tool" in _system_text(request).lower():
-            return Reply(tool_calls=[ToolCall(str(tools[0]), {"a": numbers[0], "b": numbers[1]})])
-        return Reply(content="I guess 42.")
-    return Reply(content=question.removeprefix("Say exactly: "))
+        numbers = _NUMBERS.findall(_text(last.get("content")))
+        return _answer(shell, f"The answer is {numbers[-1] if numbers else '?'}.")
+    product = _PRODUCT.search(user)
+    if product is not None:
+        a, b = int(product.group(1)), int(product.group(2))
+        if "tool" in _system_text(request).lower():
+            if function is not None:
+                return Reply(tool_calls=[ToolCall(function, {"a": a, "b": b})])
+            if shell is not None:
+                return Reply(
+                    content="Computing.", tool_calls=[ToolCall(shell, {"command": f"echo $(({a} * {b}))"})]
+                )
+        return _answer(shell, "I guess 42.")
+    said = _SAY.search(user)
+    return _answer(shell, said.group(1).strip() if said else user)
 
 
 def reward(answer: str, expected: str) -> float:

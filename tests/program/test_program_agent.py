@@ -97,7 +97,7 @@ def test_the_program_sees_the_resources_the_ids_and_a_dummy_key(backend: FakeOpe
         [sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"],
         env_map={"SYSTEM_PROMPT": "resources.prompt.template", "TASK_ID": "input.id"},
         inherit_env=False,
-        env={"OPENAI_API_KEY": ""},
+        env={"OPENAI_API_KEY": "", "MY_HOME": "{work_dir}/home", "LITERAL": "{not_a_path} {{input}}"},
         reward=lambda outcome: seen.append(__import__("json").loads(outcome.exit.stdout_tail)) or 0.5,
     )
     store = train(agent, backend, QUESTIONS[:1], n_runners=1)
@@ -112,6 +112,7 @@ def test_the_program_sees_the_resources_the_ids_and_a_dummy_key(backend: FakeOpe
     assert env["AGL_LLM_MODEL"] == "policy"
     assert (env["AGL_ROLLOUT_ID"], env["AGL_ATTEMPT_ID"]) == (rollout.rollout_id, attempt.attempt_id)
     assert env["SYSTEM_PROMPT"] == "Be brief." and env["TASK_ID"] == "0"
+    assert env["MY_HOME"] == env["AGL_WORK_DIR"] + "/home" and env["LITERAL"] == "{not_a_path} {input}"
     assert "AGL_STORE_URL" not in env  # shm: the store is in memory, not served
     assert set(env) <= {
         "PATH",
@@ -126,7 +127,10 @@ def test_the_program_sees_the_resources_the_ids_and_a_dummy_key(backend: FakeOpe
         "PWD",
         "LC_CTYPE",
     } | {
-        k for k in env if k.startswith(("AGL_", "OPENAI_", "ANTHROPIC_")) or k in ("SYSTEM_PROMPT", "TASK_ID")
+        k
+        for k in env
+        if k.startswith(("AGL_", "OPENAI_", "ANTHROPIC_"))
+        or k in ("SYSTEM_PROMPT", "TASK_ID", "MY_HOME", "LITERAL")
     }
     assert find_final_reward(run(store.query_spans(rollout.rollout_id, "latest"))) == 0.5
 
