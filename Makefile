@@ -40,13 +40,21 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
+test: venv test-core test-plugins test-wheels test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
 
 test-core: venv
 	$(PY) -m pytest -q
 
+# The first hour from wheels (issue 39): every distribution built, agl-core[testing] and the light plugins
+# installed from those wheels into a fresh venv outside the repository, `agl plugins list/check` and the
+# getting-started and writing-a-plugin pages run there. A few minutes (dependencies come from the index).
+.PHONY: test-wheels
+test-wheels: venv
+	AGL_TEST_WHEELS=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests/packaging/test_wheel_install.py
+
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
-# once into .agl/npm/) driven headless through the LLM proxy to the fake model; skipped without npm.
+# once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
+# through the LLM proxy to the fake model; the npm ones are skipped without npm.
 test-harnesses: venv
 	$(PY) -m pytest -q examples/programs/clis
 
@@ -147,9 +155,18 @@ bench-dashboard: .venv-dashboard/.installed
 	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
 	@touch $@
 
-test-agents: .venv-agents/.installed
+# CrewAI and LlamaIndex pin openai<3 (openai-agents needs >=3): their own venv (issue 35).
+.venv-agents-openai2/.installed: pyproject.toml examples/agents/requirements-openai2.txt
+	$(PYTHON) -m venv .venv-agents-openai2
+	.venv-agents-openai2/bin/python -m pip install -q --upgrade pip
+	.venv-agents-openai2/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements-openai2.txt
+	@touch $@
+
+test-agents: .venv-agents/.installed .venv-agents-openai2/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
+	.venv-agents-openai2/bin/python -m pytest -q examples/agents/tests/test_crewai.py examples/agents/tests/test_llama_index.py
 	$(call prune_venv,.venv-agents)
+	$(call prune_venv,.venv-agents-openai2)
 
 # --- examples/programs (issue 33): agents that are programs -- a TypeScript agent on the openai npm package and
 # real agent CLIs from the registries -- trained unchanged through ProgramAgent and the proxy, offline against

@@ -7,6 +7,7 @@ counts, one :class:`TripletSummary` per triplet, and :class:`Problem` s, each wi
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -47,11 +48,20 @@ Severity = Literal["error", "warning", "info"]
 """``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
 DropReason = Literal[
-    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined", "side_call"
+    "agent_mismatch",
+    "in_reward",
+    "duplicate",
+    "nested",
+    "merged",
+    "no_token_ids",
+    "not_joined",
+    "side_call",
+    "refused",
 ]
 """Why an LLM-call span produced no triplet. ``duplicate`` / ``nested``: the same path recorded the call
 twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read;
-``side_call``: the proxy marked it a harness side call."""
+``side_call``: the proxy marked it a harness side call; ``refused``: the proxy refused the request itself
+(reported as ``proxy_refused``)."""
 
 _LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
 _FIX_TOKEN_IDS = (
@@ -234,6 +244,12 @@ def _no_llm_problem(record: AdaptRecord) -> Problem:
     seen = [name for name, _ in names.most_common()]
     count = len(record.spans)
     message = f"No LLM-call span among the {count} spans of this rollout (span names seen: {_names(seen)})."
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        message += (
+            " OTEL_SDK_DISABLED=true is set in this environment: OpenTelemetry providers the application "
+            "builds record nothing under it (agl's own providers keep recording), so spans of a framework's "
+            "own instrumentation are missing."
+        )
     pattern = record.llm_call_match
     lookalikes = [name for name in seen if _LLM_LOOKALIKE.search(name)]
     if pattern and lookalikes:
@@ -340,8 +356,12 @@ def _unreadable_problems(llm_spans: Sequence[Span]) -> list[Problem]:
             message=f"{len(unread)} LLM-call spans carry no prompt or completion agl can read (kept as they "
             f"are). Span {first.name!r} ({first.span_id}) has attribute keys: {keys}; events: {events}.",
             fix="Turn on the instrumentation's content capture (e.g. "
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true, or OpenInference's hide-inputs "
-            "settings off), or report the attribute keys above so agl learns this shape.",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true -- agl also reads content sent as "
+            "OpenTelemetry log records, as Google ADK does; Semantic Kernel: "
+            "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true and OpenTelemetry's "
+            "LoggingHandler on the 'semantic_kernel' logger at INFO; OpenInference's hide-inputs settings "
+            "off), or route the calls through the agl LLM proxy, or report the attribute keys above so agl "
+            "learns this shape.",
             span_ids=[s.span_id for s in unread],
         )
     ]
@@ -595,7 +615,11 @@ def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
                 span_ids=[s.span_id for s in refused],
             )
         )
-    dropped = Counter(str(field) for s in spans for field in (s.attributes.get(PROXY_REQUEST_DROPPED) or ()))
+    dropped: Counter[str] = Counter()
+    for span in spans:
+        fields = span.attributes.get(PROXY_REQUEST_DROPPED)
+        if isinstance(fields, (list, tuple)):
+            dropped.update(str(f) for f in fields)
     if dropped:
         shown = ", ".join(f"{name} (x{n})" for name, n in dropped.most_common(8))
         problems.append(

@@ -458,6 +458,15 @@ def prompt_messages(span: Span, *, strict: bool = False) -> list[dict[str, Any]]
     if messages is None and span.events:
         messages = _event_messages(span, "prompt", strict)
     system = span.attributes.get("gen_ai.system_instructions")
+    if system is None and span.events:  # carried by the event that carried the messages (Google ADK)
+        system = next(
+            (
+                e.attributes["gen_ai.system_instructions"]
+                for e in span.events
+                if "gen_ai.system_instructions" in e.attributes
+            ),
+            None,
+        )
     if isinstance(system, str):
         parts = _loads(system, span, "gen_ai.system_instructions", strict)
         if isinstance(parts, list):

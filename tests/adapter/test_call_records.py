@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from agl_core.adapter import TracerTraceToTriplet, TraceToMessages
 from agl_core.adapter.base import TraceToTripletBase
 from agl_core.adapter.genai import normalize_role, prompt_messages
@@ -150,3 +152,15 @@ def test_doctor_refuses_ok_for_an_invalid_role_an_empty_prompt_or_a_duplicate() 
     assert not empty.ok and "empty_prompt" in empty.codes()
     twice = _Fixed([good, _triplet([{"role": "user", "content": "hi"}], "r0", [1])]).diagnose(spans)
     assert not twice.ok and "duplicate_samples" in twice.codes()
+
+
+def test_doctor_names_otel_sdk_disabled_when_no_llm_call_was_recorded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CrewAI's telemetry opt-out switches every OpenTelemetry provider the application builds off."""
+    b = TraceBuilder()
+    b.reward(1, 1.0)
+    spans = b.spans()
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    problem = TracerTraceToTriplet().diagnose(spans).get("no_llm_spans")
+    assert problem is not None and "OTEL_SDK_DISABLED=true" in problem.message

@@ -17,6 +17,9 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 os.environ.setdefault("LANGCHAIN_TRACING_V2", "false")
+# The frameworks' documented telemetry opt-outs (they would phone home otherwise).
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("AGNO_TELEMETRY", "false")
 
 from scripted_model import calculator_model  # noqa: E402
 

@@ -146,7 +146,7 @@ def check_run(
             assert sample["messages"][-1]["role"] == "assistant"
             assert sorted(_tool_names(sample["tools"] or [])) in ([], sorted(tools)), sample["tools"]
             roles = {m["role"] for m in sample["messages"]}
-            assert roles <= {"system", "user", "assistant", "tool"}, f"{where}: roles {roles}"
+            assert roles <= {"system", "developer", "user", "assistant", "tool"}, f"{where}: roles {roles}"
         if tools_recorded:
             assert sorted(_tool_names(record.samples[0]["tools"] or [])) == sorted(
                 tools
@@ -192,10 +192,17 @@ def capture_summary(run: AgentRun) -> dict[str, Any]:
         }
         for key, present in fields.items():
             seen[key] = seen.get(key, True) and present
+    report = record.doctor.report
     return {
         "path": run.path,
+        "status": record.rollout.status,
         "model_calls_per_rollout": run.model_calls // len(run.tasks),
+        "calls_recorded": report.llm_span_count,
         "triplets_per_rollout": len(record.triplets),
+        "samples_per_rollout": len(record.samples),
+        "triplets_with_token_ids": sum(
+            bool(t.prompt["token_ids"] and t.response["token_ids"]) for t in record.triplets
+        ),
         "llm_spans": by_name,
         "doctor_ok": record.doctor.report.ok,
         "doctor_problems": record.doctor.report.codes(),

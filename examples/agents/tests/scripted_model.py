@@ -42,3 +42,11 @@ def final_answer_model(request: dict[str, Any]) -> Reply:
         answer = f"The answer is {numbers[-1] if numbers else '?'}."
         return Reply(content=json.dumps({"name": "final_answer", "arguments": {"answer": answer}}))
     return calculator_model(request)
+
+
+def dspy_model(request: dict[str, Any]) -> Reply:
+    """The policy in DSPy's ChatAdapter format: the product of the question's two numbers as ``answer``."""
+    question = _text(request["messages"][-1].get("content")).split("question ## ]]")[-1]
+    numbers = [int(n) for n in _NUMBERS.findall(question)]
+    product = numbers[0] * numbers[1] if len(numbers) >= 2 else 0
+    return Reply(content=f"[[ ## answer ## ]]\n{product}\n\n[[ ## completed ## ]]")
