@@ -40,13 +40,21 @@ demo-apo: .venv-agl-apo/.installed
 	.venv-agl-apo/bin/agl plugins list
 	.venv-agl-apo/bin/python examples/apo/train.py --offline --store sqlite:///.agl/demo/store.db --output-dir .agl/demo
 
-test: venv test-core test-plugins test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
+test: venv test-core test-plugins test-wheels test-demo test-dashboard test-agents test-programs test-harnesses test-reporting docs test-demo-real test-verl
 
 test-core: venv
 	$(PY) -m pytest -q
 
+# The first hour from wheels (issue 39): every distribution built, agl-core[testing] and the light plugins
+# installed from those wheels into a fresh venv outside the repository, `agl plugins list/check` and the
+# getting-started and writing-a-plugin pages run there. A few minutes (dependencies come from the index).
+.PHONY: test-wheels
+test-wheels: venv
+	AGL_TEST_WHEELS=1 $(PY) -m pytest -q -rs -p no:cacheprovider tests/packaging/test_wheel_install.py
+
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
-# once into .agl/npm/) driven headless through the LLM proxy to the fake model; skipped without npm.
+# once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
+# through the LLM proxy to the fake model; the npm ones are skipped without npm.
 test-harnesses: venv
 	$(PY) -m pytest -q examples/programs/clis
 

@@ -13,6 +13,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from agl_core import _compat
 from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 __version__ = "0.4.0"
@@ -20,6 +21,8 @@ __version__ = "0.4.0"
 # A library attaches no output of its own: records under ``agl_core`` go nowhere until the application (or
 # ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
 logging.getLogger("agl_core").addHandler(logging.NullHandler())
+# ... and Agent Lightning 0.3 code that configures ``agentlightning.*`` loggers gets agl's records there too.
+_compat.install_log_bridge()
 
 
 # public name -> module that defines it (imported on first access)
@@ -75,7 +78,7 @@ _MODULE_NAMES: dict[str, list[str]] = {
     ],
     "agl_core.litagent": ["LitAgent", "llm_rollout", "prompt_rollout", "rollout"],
     "agl_core.llm_proxy": ["LLMProxy"],
-    "agl_core.program": ["ProgramAgent"],
+    "agl_core.program": ["ProgramAgent", "RolloutHooks"],
     "agl_core.runner": ["LitAgentRunner", "Runner"],
     "agl_core.store": ["LightningStore", "LightningStoreCapabilities", "LightningStoreStatistics"],
     "agl_core.store.http": ["LightningStoreClient", "LightningStoreServer"],
@@ -262,6 +265,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agl_core.logging import setup as setup_logging  # noqa: F401
     from agl_core.logging import setup_module as setup_module_logging  # noqa: F401
     from agl_core.plugins import PluginManager, get_plugin_manager, get_registry  # noqa: F401
+    from agl_core.program import ProgramAgent, RolloutHooks  # noqa: F401
     from agl_core.registry import Registry  # noqa: F401
     from agl_core.runner import LitAgentRunner, Runner  # noqa: F401
     from agl_core.store import (  # noqa: F401

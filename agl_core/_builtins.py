@@ -38,24 +38,43 @@ def agl_register_stores(registry: Registry[Any]) -> None:
     )
 
 
+BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
+    "plugins": ("agl_core.cli.plugins_cmd:plugins_group", "Inspect installed agl plugins."),
+    "proxy": (
+        "agl_core.cli.proxy_cmd:proxy_group",
+        "Run the LLM proxy that records exact token ids per rollout.",
+    ),
+    "doctor": (
+        "agl_core.cli.doctor_cmd:doctor_command",
+        "Explain the training data ROLLOUT_ID yields: spans, triplets, rewards, and each problem with a fix.",
+    ),
+    "runner": (
+        "agl_core.cli.runner_cmd:runner_command",
+        "Run agent runners against a store served elsewhere, until Ctrl-C.",
+    ),
+    "store": (
+        "agl_core.cli.store_cmd:store_group",
+        "Run and inspect the LightningStore server.",
+    ),  # 0.3's forms: agl-legacy
+    "rollout": (
+        "agl_core.cli.rollout_cmd:rollout_group",
+        "Create rollouts for agents that run outside agl (a CLI, a program in another language).",
+    ),
+    "reward": (
+        "agl_core.cli.reward_cmd:reward_command",
+        "Report VALUE as the reward of the current rollout (a program agent's, or one named by ids).",
+    ),
+}
+"""Built-in subcommands: name -> (``module:attr`` of the click command, its short help in ``agl --help``)."""
+
+
 @hookimpl
 def agl_register_commands(cli: click.Group) -> None:
-    """Built-in ``agl`` subcommands."""
-    from agl_core.cli.doctor_cmd import doctor_command
-    from agl_core.cli.plugins_cmd import plugins_group
-    from agl_core.cli.proxy_cmd import proxy_group
-    from agl_core.cli.reward_cmd import reward_command
-    from agl_core.cli.rollout_cmd import rollout_group
-    from agl_core.cli.runner_cmd import runner_command
-    from agl_core.cli.store_cmd import store_group
+    """Built-in ``agl`` subcommands, imported when they run (``agl --help`` imports none of them)."""
+    from agl_core.lazy_command import LazyCommand
 
-    cli.add_command(plugins_group)
-    cli.add_command(proxy_group)
-    cli.add_command(rollout_group)
-    cli.add_command(doctor_command)
-    cli.add_command(reward_command)
-    cli.add_command(runner_command)
-    cli.add_command(store_group)  # Agent Lightning 0.3's other command forms are agl-legacy's
+    for name, (target, short_help) in BUILTIN_COMMANDS.items():
+        cli.add_command(LazyCommand(name, target, short_help))
 
 
 @hookimpl

@@ -6,7 +6,9 @@ under the 0.3 name of the component it replaces (``agl_core.algorithm.apo``, ``a
 So a handler attached to ``agl_core`` — or to the renamed 0.3 logger of a component — receives those
 records, and ``setup`` configures all of them at once.
 
-Logger names passed here may use 0.3's ``agentlightning`` prefix; it is read as ``agl_core``.
+Logger names passed here may use 0.3's ``agentlightning`` prefix; it is read as ``agl_core``. Handlers that
+0.3 code attaches to ``agentlightning.*`` loggers directly receive the records of the same-named
+``agl_core.*`` loggers (`agl_core._compat.AgentLightningLogBridge`).
 """
 
 from __future__ import annotations
@@ -104,6 +106,10 @@ def setup_module(
             "loggers": {name: {"level": level_value, "handlers": list(handlers), "propagate": propagate}},
         }
     )
+    if name == BASE_LOGGER:
+        from agl_core._compat import install_log_bridge
+
+        install_log_bridge()  # dictConfig replaced agl_core's handlers, the 0.3 logger bridge among them
     return logging.getLogger(name)
 
 

@@ -1,9 +1,10 @@
 """Plugin discovery and isolation.
 
 Plugins are found through entry points in group ``agl``. Each one is imported, validated and
-asked to register on its own: a plugin that fails to import, uses an unknown hook or argument,
-raises while registering, or claims a name another plugin owns is rolled back and recorded with
-the stage where it failed. The core and every other plugin keep working.
+registered on its own (the registration hooks are pluggy historic hooks, called as the plugin
+registers): a plugin that fails to import, uses an unknown hook or argument, raises while
+registering, or claims a name another plugin owns is rolled back and recorded with the stage where
+it failed. The core and every other plugin keep working.
 
 Third-party plugins are imported only when a call needs them: the process-wide manager registers
 the core's built-ins at once and loads entry points on the first lookup the built-ins cannot answer
@@ -15,17 +16,19 @@ Environment switches:
 
 * ``AGL_PLUGINS_STRICT=1``: raise :class:`~agl_core.errors.PluginLoadError` instead of recording.
 * ``AGL_DISABLE_PLUGINS=a,b``: skip these plugins (entry-point or distribution names);
-  ``*`` skips every third-party plugin.
+  ``*`` skips every third-party plugin. The names are blocked in pluggy (``set_blocked``), so a plugin
+  registered directly under one is refused too.
 * ``AGL_LOAD_PLUGINS=a,b``: load only these; an empty value loads none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import inspect
 import logging
 import os
-import re
 import signal
 import threading
 import time
@@ -34,23 +37,25 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pluggy
 
 from agl_core import hookspecs
 from agl_core.errors import PluginLoadError
-from agl_core.registry import COMPONENT_BASES, COMPONENT_KINDS, Registry, RegistryEntry, kind_plural
+from agl_core.registry import (
+    COMPONENT_BASES,
+    COMPONENT_KINDS,
+    Registries,
+    Registry,
+    RegistryEntry,
+    declared_install,
+    kind_plural,
+)
 
 if TYPE_CHECKING:
     import click
 
-    from agl_core.adapter.base import Adapter
-    from agl_core.algorithm.base import Algorithm
-    from agl_core.execution.base import ExecutionStrategy
-    from agl_core.runner.base import Runner
-    from agl_core.store.base import LightningStore
-    from agl_core.tracer.base import Tracer
 
 logger = logging.getLogger(__name__)
 
@@ -150,44 +155,12 @@ TRACEBACK_HINT = "`agl --debug plugins list` prints the traceback"
 """How a user sees a failed plugin's traceback (the CLI's hint texts end with it)."""
 
 
-def _declared_requirement(distribution: str | None, module: str) -> str | None:
-    """What to ``pip install`` for ``module`` according to ``distribution``'s own requirements.
-
-    A requirement named like the module (``verl`` for ``import verl``); when it belongs to one of the
-    distribution's extras, the extra (``agl-verl[train]``) instead, so the plugin's pins apply.
-    """
-    if not distribution:
-        return None
-    from importlib.metadata import PackageNotFoundError, requires
-
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        declared = requires(distribution) or []
-    except PackageNotFoundError:
-        return None
-    wanted = re.sub(r"[-_.]+", "-", module).lower()
-    for text in declared:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if re.sub(r"[-_.]+", "-", requirement.name).lower() != wanted:
-            continue
-        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
-        if extra:
-            return f"{distribution}[{extra.group(1)}]"
-        requirement.marker = None
-        return str(requirement)
-    return None
-
-
 def _install_hint(exc: BaseException, distribution: str | None) -> str:
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         top = exc.name.split(".")[0]
         if top == (distribution or "").replace("-", "_"):
             return f"reinstall {distribution}; {TRACEBACK_HINT}"
-        declared = _declared_requirement(distribution, top)
+        declared = declared_install(distribution, top)
         if declared is not None:
             fix = f"pip install '{declared}'"
         else:
@@ -255,23 +228,6 @@ def _reraise_if_interrupt(exc: BaseException, watch: _SigintWatch) -> None:
         raise exc
 
 
-class _AglPluggyManager(pluggy.PluginManager):
-    """pluggy manager that also treats unmarked ``agl_register_*`` functions as hook impls."""
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        opts = super().parse_hookimpl_opts(plugin, name)
-        if opts is None and name.startswith("agl_register_") and callable(getattr(plugin, name, None)):
-            return {
-                "wrapper": False,
-                "hookwrapper": False,
-                "optionalhook": False,
-                "tryfirst": False,
-                "trylast": False,
-                "specname": None,
-            }
-        return opts
-
-
 @dataclass(frozen=True)
 class TargetProblem:
     """A registered component whose target cannot be imported or is not of its kind."""
@@ -313,14 +269,17 @@ class PluginManager:
 
     def __init__(self, *, strict: bool | None = None, builtins: bool = True, autoload: bool = False) -> None:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
-        self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
-        self._registries: dict[str, Registry[Any]] = {
-            kind: Registry(
-                kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
-            )
-            for kind in COMPONENT_KINDS
-        }
+        self.registries = Registries(
+            **{
+                kind: Registry(
+                    kind, base=COMPONENT_BASES[kind], hint=self._failure_hint, on_miss=self.ensure_entrypoints
+                )
+                for kind in COMPONENT_KINDS
+            }
+        )
+        """The component registries, typed by kind (``manager.registries.store``)."""
         self._records: dict[str, PluginRecord] = {}
         self._lock = threading.RLock()
         self._autoload = autoload
@@ -328,6 +287,17 @@ class PluginManager:
         # plugin names whose commands each click group already has (a process may build several groups)
         self._commands_added: weakref.WeakKeyDictionary[click.Group, set[str]] = weakref.WeakKeyDictionary()
         self._sigint = _SigintWatch()
+        self._stage = "validate"
+        """Where the plugin being registered is: ``validate`` or the registration hook pluggy is calling."""
+        self._pm.add_hookcall_monitoring(self._entering_hook, self._leaving_hook)
+        for blocked in _env_list(os.environ.get(DISABLE_ENV, "")):  # pluggy refuses these names for good
+            if blocked not in ("*", "core"):
+                self._pm.set_blocked(blocked)
+        for hook_name, kind in _REGISTER_HOOKS.items():  # historic: every later plugin gets the same call
+            getattr(self._pm.hook, hook_name).call_historic(
+                kwargs={"registry": self.registries.of_kind(kind)},
+                result_callback=functools.partial(self._refuse_returned, hook_name, kind),
+            )
         if builtins:
             from agl_core import __version__, _builtins
 
@@ -335,33 +305,9 @@ class PluginManager:
 
     # -- public API --------------------------------------------------------------------------
 
-    @overload
-    def registry(self, kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-    @overload
-    def registry(self, kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-    @overload
-    def registry(self, kind: Literal["tracer"]) -> Registry[Tracer]: ...
-    @overload
-    def registry(self, kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-    @overload
-    def registry(self, kind: Literal["store"]) -> Registry[LightningStore]: ...
-    @overload
-    def registry(self, kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-    @overload
-    def registry(self, kind: str) -> Registry[Any]: ...
     def registry(self, kind: str) -> Registry[Any]:
-        """The registry of one component kind (``"algorithm"``, ``"store"``, ...)."""
-        try:
-            return self._registries[kind]
-        except KeyError:
-            raise ValueError(
-                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
-            ) from None
-
-    @property
-    def registries(self) -> dict[str, Registry[Any]]:
-        """Every registry by kind."""
-        return dict(self._registries)
+        """The registry of a kind held as data (``"algorithm"``, ``"store"``); typed: :attr:`registries`."""
+        return self.registries.of_kind(kind)
 
     def records(self) -> list[PluginRecord]:
         """Every plugin the manager has seen (ok, failed or disabled), built-ins first."""
@@ -375,7 +321,7 @@ class PluginManager:
         """Components and commands a plugin registered."""
         items = [
             entry.describe()
-            for registry in self._registries.values()
+            for registry in self.registries.all()
             for entry in registry.entries()
             if entry.plugin == name
         ]
@@ -402,6 +348,13 @@ class PluginManager:
         with self._lock:
             if name in self._records and self._records[name].status == "ok":
                 raise ValueError(f"An agl plugin named {name!r} is already registered.")
+            if not builtin and self._pm.is_blocked(name):
+                record = PluginRecord(
+                    name=name, distribution=distribution, version=version, status="disabled"
+                )
+                record.disabled_reason = f"{DISABLE_ENV}={os.environ.get(DISABLE_ENV, '')}"
+                self._records[name] = record
+                return record
             record = PluginRecord(
                 name=name,
                 distribution=distribution,
@@ -410,20 +363,18 @@ class PluginManager:
                 api_version=getattr(plugin, hookspecs.PLUGIN_API_VERSION_ATTRIBUTE, None),
             )
             self._records[name] = record
-            stage = "validate"
+            self._stage = "validate"
             started = time.perf_counter()
             try:
-                with self._sigint.watching():
+                with self._sigint.watching(), contextlib.ExitStack() as attributed:
                     self._check_hook_names(plugin, name)
-                    self._pm.register(plugin, name=name)
+                    for registry in self.registries.all():  # what the historic calls add is this plugin's
+                        attributed.enter_context(registry.registering(name, distribution))
+                    self._pm.register(plugin, name=name)  # validates, then calls its registration hooks
                     record.hooks = sorted(hc.name for hc in self._pm.get_hookcallers(plugin) or [])
-                    for hook_name, kind in _REGISTER_HOOKS.items():
-                        if hook_name in record.hooks:
-                            stage = hook_name
-                            self._call_impl(hook_name, name, {"registry": self._registries[kind]}, kind)
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
-                self._fail(record, plugin, stage, exc)
+                self._fail(record, plugin, self._stage, exc)
             record.load_seconds = (record.load_seconds or 0.0) + time.perf_counter() - started
             return record
 
@@ -457,6 +408,8 @@ class PluginManager:
             elif allowed is not None and not labels & allowed:
                 reason = f"not in {LOAD_ENV}={allow_raw}"
             if reason is not None:
+                if reason.startswith(DISABLE_ENV):
+                    self._pm.set_blocked(ep.name)
                 record = PluginRecord(
                     name=ep.name,
                     distribution=dist_name,
@@ -515,7 +468,7 @@ class PluginManager:
             before = dict(cli.commands)
             try:
                 with self._sigint.watching():
-                    self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
+                    self._call_commands_hook(record.name, cli)
                     self._check_no_command_replaced(record.name, cli, before)
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
@@ -532,7 +485,7 @@ class PluginManager:
             plugin = self._pm.get_plugin(name)
             if plugin is not None:
                 self._pm.unregister(name=name)
-            for registry in self._registries.values():
+            for registry in self.registries.all():
                 registry.remove_plugin(name)
             self._records.pop(name, None)
             for names in self._commands_added.values():
@@ -545,7 +498,7 @@ class PluginManager:
         Components whose ``requires`` are missing are left out: ``agl plugins check`` reports those apart.
         """
         problems = []
-        for registry in self._registries.values():
+        for registry in self.registries.all():
             base = registry.base
             for entry in registry.entries():
                 if entry.missing:
@@ -569,6 +522,12 @@ class PluginManager:
 
     def _check_hook_names(self, plugin: Any, name: str) -> None:
         for attr in dir(plugin):
+            if attr in _KNOWN_HOOKS and self._pm.parse_hookimpl_opts(plugin, attr) is None:
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{attr} in plugin {name!r} is not marked as a hook implementation, so agl would never "
+                    "call it; decorate it with @agl_core.hookimpl.",
+                )
             if attr.startswith("agl_register") and attr not in _KNOWN_HOOKS:
                 close = difflib.get_close_matches(attr, _KNOWN_HOOKS, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -597,34 +556,37 @@ class PluginManager:
             "(e.g. prefix them with the plugin's name) or make them subcommands of one group.",
         )
 
-    def _call_impl(self, hook_name: str, plugin_name: str, kwargs: dict[str, Any], kind: str | None) -> None:
-        caller = getattr(self._pm.hook, hook_name)
-        for impl in caller.get_hookimpls():
-            if impl.plugin_name != plugin_name:
-                continue
-            args = [kwargs[arg] for arg in impl.argnames]
-            record = self._records.get(plugin_name)
-            dist = record.distribution if record else None
-            if kind is not None:
-                with self._registries[kind].registering(plugin_name, dist):
-                    returned = impl.function(*args)
-            else:
-                returned = impl.function(*args)
-            if returned is not None:
-                how = f"registry.add(...) for each {kind}" if kind is not None else "cli.add_command(...)"
-                raise pluggy.PluginValidationError(
-                    impl.plugin,
-                    f"hook {hook_name} of plugin {plugin_name!r} returned a {type(returned).__name__} "
-                    f"instead of calling {how}; agl ignores return values, so it would register nothing. "
-                    "Call the registry (or cli) and return None.",
-                )
+    def _entering_hook(self, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        self._stage = hook_name
+
+    def _leaving_hook(self, outcome: Any, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        if outcome.exception is None:  # a raising hook keeps its name as the failure's stage
+            self._stage = "validate"
+
+    def _call_commands_hook(self, plugin_name: str, cli: click.Group) -> None:
+        for impl in self._pm.hook.agl_register_commands.get_hookimpls():
+            if impl.plugin_name == plugin_name:
+                returned = impl.function(*[{"cli": cli}[arg] for arg in impl.argnames])
+                self._refuse_returned("agl_register_commands", None, returned)
+
+    def _refuse_returned(self, hook_name: str, kind: str | None, returned: Any) -> None:
+        """Raise when a hook returned something: agl ignores return values, so it registered nothing."""
+        if returned is None:
+            return
+        self._stage = hook_name
+        how = f"registry.add(...) for each {kind}" if kind is not None else "cli.add_command(...)"
+        raise pluggy.PluginValidationError(
+            None,
+            f"hook {hook_name} returned a {type(returned).__name__} instead of calling {how}; agl ignores "
+            "return values, so it would register nothing. Call the registry (or cli) and return None.",
+        )
 
     def _fail(self, record: PluginRecord, plugin: Any, stage: str, exc: BaseException) -> None:
         if self._pm.get_plugin(record.name) is not None:
             self._pm.unregister(name=record.name)
         elif plugin is not None and self._pm.is_registered(plugin):
             self._pm.unregister(plugin)
-        for registry in self._registries.values():
+        for registry in self.registries.all():
             registry.remove_plugin(record.name)
         record.status = "failed"
         record.commands = []
@@ -699,20 +661,11 @@ def set_plugin_manager(manager: PluginManager | None) -> PluginManager | None:
     return previous
 
 
-@overload
-def get_registry(kind: Literal["algorithm"]) -> Registry[Algorithm]: ...
-@overload
-def get_registry(kind: Literal["runner"]) -> Registry[Runner[Any]]: ...
-@overload
-def get_registry(kind: Literal["tracer"]) -> Registry[Tracer]: ...
-@overload
-def get_registry(kind: Literal["adapter"]) -> Registry[Adapter[Any, Any]]: ...
-@overload
-def get_registry(kind: Literal["store"]) -> Registry[LightningStore]: ...
-@overload
-def get_registry(kind: Literal["strategy"]) -> Registry[ExecutionStrategy]: ...
-@overload
-def get_registry(kind: str) -> Registry[Any]: ...
 def get_registry(kind: str) -> Registry[Any]:
-    """The process-wide registry of one component kind (typed by kind: ``Registry[Algorithm]``, ...)."""
+    """The process-wide registry of a kind held as data; :func:`get_registries` gives them typed."""
     return get_plugin_manager().registry(kind)
+
+
+def get_registries() -> Registries:
+    """The process-wide registries, typed by kind (``get_registries().store`` builds LightningStores)."""
+    return get_plugin_manager().registries

@@ -7,7 +7,7 @@ A target is a ``"module:attr"`` string, imported only on first use, or a callabl
 
 This is the one place a spec becomes a component: ``Trainer``, the ``agl`` command line,
 :func:`agl_core.store.open_store` and Agent Lightning 0.3's ``build_component`` all call
-:meth:`Registry.create` (or :meth:`Registry.open_uri` for a store URI). Each registry knows the base
+:meth:`Registry.create` (a store URI included: its scheme is parsed there, once). Each registry knows the base
 class of its kind (``Registry[type[Algorithm]]`` builds ``Algorithm`` instances) and checks what it builds.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from agl_core.errors import (
     ComponentSpecError,
@@ -29,6 +29,14 @@ from agl_core.errors import (
     PluginConflictError,
     UnknownComponentError,
 )
+
+if TYPE_CHECKING:
+    from agl_core.adapter.base import Adapter
+    from agl_core.algorithm.base import Algorithm
+    from agl_core.execution.base import ExecutionStrategy
+    from agl_core.runner.base import Runner
+    from agl_core.store.base import LightningStore
+    from agl_core.tracer.base import Tracer
 
 T = TypeVar("T")
 
@@ -50,6 +58,8 @@ FIRST_PARTY_PLUGINS: Mapping[tuple[str, str], str] = {
     ("store", "mongo"): "agl-mongo",
     ("tracer", "agentops"): "agl-agentops",
     ("strategy", "ray"): "agl-ray",
+    ("store", "postgres"): "agl-postgres",
+    ("tracer", "weave"): "agl-weave",
 }
 """Names provided by first-party plugins, so a missing one gets an install hint.
 
@@ -57,7 +67,12 @@ The plugin manager seeds every registry with these; a plugin extends the hints w
 :meth:`Registry.add_install_hint`.
 """
 
-FIRST_PARTY_SCHEMES: Mapping[str, str] = {"mongodb": "agl-mongo", "mongodb+srv": "agl-mongo"}
+FIRST_PARTY_SCHEMES: Mapping[str, str] = {
+    "mongodb": "agl-mongo",
+    "mongodb+srv": "agl-mongo",
+    "postgresql": "agl-postgres",
+    "postgres": "agl-postgres",
+}
 """Store URI schemes provided by first-party plugins (seeded like :data:`FIRST_PARTY_PLUGINS`)."""
 
 COMPONENT_BASES: Mapping[str, str] = {
@@ -79,8 +94,8 @@ _URI_SCHEME_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 def uri_scheme(text: str) -> str | None:
     """The lower-cased scheme of a URI (``"sqlite"`` for ``sqlite:///x.db``); None when it has none.
 
-    The one parser of store URIs (RFC 3986 scheme syntax): :meth:`Registry.create`,
-    :meth:`Registry.open_uri` and :func:`agl_core.store.parse_store_uri` all use it.
+    The one parser of store URIs (RFC 3986 scheme syntax): :meth:`Registry.create` and
+    :func:`agl_core.store.parse_store_uri` use it.
     """
     match = _URI_SCHEME_RE.match(text)
     return match.group(1).lower() if match is not None else None
@@ -113,6 +128,66 @@ def missing_requirements(requires: tuple[str, ...]) -> tuple[str, ...]:
         if req.specifier and not req.specifier.contains(installed, prereleases=True):
             missing.append(f"{text} (found {installed})")
     return tuple(missing)
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def declared_install(distribution: str | None, name: str) -> str | None:
+    """What to ``pip install`` to get the package ``name`` as ``distribution`` itself declares it.
+
+    ``"agl-verl[verl]"`` when ``name`` is a requirement of one of the distribution's extras (so the
+    plugin's own pins apply), the requirement (``"pymongo<5,>=4.10"``) when it is a plain dependency,
+    None when the distribution is not installed or does not name it. Read from metadata; nothing is imported.
+    """
+    if not distribution:
+        return None
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        declared = requires(distribution) or []
+    except PackageNotFoundError:
+        return None
+    extras: list[str] = []
+    plain: str | None = None
+    for text in declared:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if _canonical(requirement.name) != _canonical(name):
+            continue
+        extra = re.search(r"""extra\s*==\s*['"]([^'"]+)['"]""", str(requirement.marker or ""))
+        if extra:
+            extras.append(extra.group(1))
+        elif plain is None:
+            requirement.marker = None
+            plain = str(requirement)
+    # the extra named after the package, else the first one that is not for the plugin's own tests
+    chosen = [e for e in extras if _canonical(e) == _canonical(name)] or [
+        e for e in extras if e not in _TEST_EXTRAS
+    ]
+    if chosen:
+        return f"{distribution}[{chosen[0]}]"
+    return plain
+
+
+_TEST_EXTRAS = frozenset({"test", "tests", "testing", "dev"})
+
+
+def install_command(distribution: str | None, missing: Sequence[str]) -> str:
+    """``pip install ...`` for unmet requirement strings, through ``distribution``'s extras if it has them."""
+    targets: list[str] = []
+    for text in missing:
+        requirement = text.split(" (")[0]
+        name = re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0]
+        target = declared_install(distribution, name) or requirement
+        if target not in targets:
+            targets.append(target)
+    return "pip install " + " ".join(repr(t) for t in targets)
 
 
 def import_target(target: str) -> Any:
@@ -201,7 +276,7 @@ class RegistryEntry(Generic[T]):
             raise MissingRequirementError(
                 f"{self.kind} {self.name!r} (from {self.distribution or self.plugin}) needs "
                 f"{', '.join(missing)}, which is not installed. "
-                f"Install it, e.g.: pip install {' '.join(repr(m.split(' (')[0]) for m in missing)}"
+                f"Install it, e.g.: {install_command(self.distribution, missing)}"
             )
         try:
             self._loaded = import_target(self.target)
@@ -523,9 +598,10 @@ class Registry(Generic[T]):
                 )
             return cast("T", spec)
         if isinstance(spec, str):
-            factory, uri = self._factory_from_string(spec)
-            if uri is not None:
-                return self.open_uri(uri, **kwargs)
+            factory, is_uri = self._factory_from_string(spec)
+            if is_uri:  # a store URI: the store's from_uri opens it (a plain factory is called with it)
+                opener: Any = getattr(factory, "from_uri", None) or factory
+                return self._check(opener(spec, **kwargs), spec)
             return self._check(instantiate(factory, kwargs, defaults), spec)
         if isinstance(spec, Mapping):
             spec_kwargs = dict(spec)
@@ -553,42 +629,25 @@ class Registry(Generic[T]):
             "a class or a factory."
         )
 
-    def open_uri(self, uri: str, **kwargs: Any) -> T:
-        """Open the component a URI names (stores): the ``from_uri`` of the entry owning its scheme.
-
-        An entry without ``from_uri`` is called with the URI. ``kwargs`` go to the call.
-
-        Raises:
-            ComponentSpecError: ``uri`` has no scheme, or the result is not of this registry's base type.
-            UnknownComponentError: no entry opens the scheme (with the known schemes and an install hint).
-        """
-        scheme = uri_scheme(uri)
-        if scheme is None:
-            raise ComponentSpecError(f"{self.kind} URI {uri!r} has no scheme (expected 'scheme:...').")
-        factory: Any = self.scheme_entry(scheme).load()
-        opener = getattr(factory, "from_uri", None)
-        return self._check(opener(uri, **kwargs) if opener is not None else factory(uri, **kwargs), uri)
-
-    def _factory_from_string(self, spec: str) -> tuple[Callable[..., T], str | None]:
-        """The factory a string names (a name, a URI or an import path); the URI when it is one."""
+    def _factory_from_string(self, spec: str) -> tuple[Callable[..., T], bool]:
+        """The factory a string names (a name, a store URI or an import path); True when it is a URI."""
+        scheme = uri_scheme(spec) if self.kind == "store" else None  # parsed once, here
         for attempt in range(2):
             if attempt and not self._load_more():
                 break
             entry = self._owner_of(spec)
             if entry is not None:
-                return entry.load(), None
-            scheme = uri_scheme(spec)
+                return entry.load(), False
             if scheme is not None and scheme in self._schemes:
-                return self._entries[self._schemes[scheme]].load(), spec
+                return self._entries[self._schemes[scheme]].load(), True
             if _TARGET_RE.match(spec):
-                return self._import(spec), None
+                return self._import(spec), False
         if _DOTTED_PATH_RE.match(spec):
             try:
-                return self._import(spec), None
+                return self._import(spec), False
             except ComponentSpecError:
                 pass  # not an import path after all: report the unknown name
-        scheme = uri_scheme(spec)
-        if self.kind == "store" and scheme is not None:
+        if scheme is not None:
             self.scheme_entry(scheme)  # raises with the known schemes and an install hint
         raise UnknownComponentError(self._unknown_message(spec))
 
@@ -606,3 +665,36 @@ class Registry(Generic[T]):
                 f"{self.base.__name__}."
             )
         return cast("T", obj)
+
+
+@dataclass(frozen=True)
+class Registries:
+    """One :class:`Registry` per component kind, typed by kind: ``registries.store`` builds LightningStores.
+
+    Code that names its kind uses the attribute; code that holds a kind as data (a hook name, a CLI
+    argument) uses :meth:`of_kind`.
+    """
+
+    algorithm: Registry[Algorithm]
+    runner: Registry[Runner[Any]]
+    tracer: Registry[Tracer]
+    adapter: Registry[Adapter[Any, Any]]
+    store: Registry[LightningStore]
+    strategy: Registry[ExecutionStrategy]
+
+    def of_kind(self, kind: str) -> Registry[Any]:
+        """The registry of ``kind`` (``"algorithm"``, ``"store"``, ...).
+
+        Raises:
+            ValueError: ``kind`` is not one of :data:`COMPONENT_KINDS`.
+        """
+        if kind not in COMPONENT_KINDS:
+            raise ValueError(
+                f"Unknown component kind {kind!r}; expected one of {', '.join(COMPONENT_KINDS)}."
+            )
+        registry: Registry[Any] = getattr(self, kind)
+        return registry
+
+    def all(self) -> list[Registry[Any]]:
+        """Every registry, in :data:`COMPONENT_KINDS` order."""
+        return [self.of_kind(kind) for kind in COMPONENT_KINDS]

@@ -279,9 +279,14 @@ def _measure(python: str, system: str, case: str, seconds: float, pythonpath: st
     command = [python, os.path.abspath(__file__), "--one", "--system", system, "--only", case]
     command += ["--seconds", str(seconds)]
     env = dict(os.environ)
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if pythonpath:  # the baseline checkout's agl_core shadows the installed one (children inherit it)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds * 4 + 600, env=env)
+        checkout = pythonpath
+    # run from the checkout measured: `python -m agl_core.cli store serve` finds agl_core in its cwd first
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds * 4 + 600, env=env, cwd=checkout
+    )
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
     return float(json.loads(done.stdout)["rate"])

@@ -1,7 +1,9 @@
 """Copy ``[project.urls]`` of the root ``pyproject.toml`` (their one source) into every plugin's pyproject.
 
 ``python tools/sync_project_urls.py`` rewrites each ``plugins/*/pyproject.toml`` whose table differs and
-names it; ``--check`` only names them (exit 1 when any differs). Each plugin keeps its own copy because its
+names it; ``--check`` only names them (exit 1 when any differs). While the root has no table (the project
+has no public home yet, and a placeholder URL on PyPI is worse than none), the plugins' tables are removed.
+Each plugin keeps its own copy because its
 sdist must build alone (hatchling reads nothing outside it); tests/packaging/test_project_urls.py fails
 when a copy drifts.
 """
@@ -19,17 +21,17 @@ _URLS_TABLE = re.compile(r"^\[project\.urls\]\n(?:[^\[\n][^\n]*\n)*", re.MULTILI
 """The ``[project.urls]`` header and its lines, up to the first blank line or next table."""
 
 
-def root_urls_table(root: Path = ROOT) -> str:
-    """The ``[project.urls]`` table of the root pyproject, as written there."""
+def root_urls_table(root: Path = ROOT) -> str | None:
+    """The ``[project.urls]`` table of the root pyproject, as written there; None when it has none."""
     match = _URLS_TABLE.search((root / "pyproject.toml").read_text(encoding="utf-8"))
-    if match is None:
-        raise LookupError(f"{root / 'pyproject.toml'} has no [project.urls] table")
-    return match.group(0)
+    return match.group(0) if match is not None else None
 
 
-def synced_text(pyproject_text: str, table: str) -> str:
+def synced_text(pyproject_text: str, table: str | None) -> str:
     """``pyproject_text`` with its ``[project.urls]`` table replaced by ``table`` (added after ``[project]``'s
-    last line when it has none)."""
+    last line when it has none; removed, with the blank line after it, when ``table`` is None)."""
+    if table is None:
+        return re.sub(_URLS_TABLE.pattern + r"\n?", "", pyproject_text, count=1, flags=re.MULTILINE)
     if _URLS_TABLE.search(pyproject_text):
         return _URLS_TABLE.sub(lambda _: table, pyproject_text, count=1)
     project = re.search(r"^\[project\]\n(?:[^\n]+\n)*", pyproject_text, re.MULTILINE)
@@ -42,7 +44,7 @@ def synced_text(pyproject_text: str, table: str) -> str:
 def stale_plugins(root: Path = ROOT, *, write: bool) -> list[Path]:
     """The plugin pyprojects whose ``[project.urls]`` differs from the root's (rewritten when ``write``)."""
     table = root_urls_table(root)
-    wanted = tomllib.loads(table)["project"]["urls"]
+    wanted = tomllib.loads(table)["project"]["urls"] if table is not None else None
     stale = []
     for pyproject in sorted(root.glob("plugins/*/pyproject.toml")):
         text = pyproject.read_text(encoding="utf-8")

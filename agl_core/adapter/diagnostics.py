@@ -48,11 +48,20 @@ Severity = Literal["error", "warning", "info"]
 """``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
 DropReason = Literal[
-    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined", "side_call"
+    "agent_mismatch",
+    "in_reward",
+    "duplicate",
+    "nested",
+    "merged",
+    "no_token_ids",
+    "not_joined",
+    "side_call",
+    "refused",
 ]
 """Why an LLM-call span produced no triplet. ``duplicate`` / ``nested``: the same path recorded the call
 twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read;
-``side_call``: the proxy marked it a harness side call."""
+``side_call``: the proxy marked it a harness side call; ``refused``: the proxy refused the request itself
+(reported as ``proxy_refused``)."""
 
 _LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
 _FIX_TOKEN_IDS = (
@@ -606,12 +615,11 @@ def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
                 span_ids=[s.span_id for s in refused],
             )
         )
-    dropped = Counter(
-        str(field)
-        for s in spans
-        if isinstance(fields := s.attributes.get(PROXY_REQUEST_DROPPED), (list, tuple))
-        for field in fields
-    )
+    dropped: Counter[str] = Counter()
+    for span in spans:
+        fields = span.attributes.get(PROXY_REQUEST_DROPPED)
+        if isinstance(fields, (list, tuple)):
+            dropped.update(str(f) for f in fields)
     if dropped:
         shown = ", ".join(f"{name} (x{n})" for name, n in dropped.most_common(8))
         problems.append(

@@ -96,10 +96,8 @@ class TraceToMessages(TraceAdapter[list[OpenAIMessages]]):
         return samples
 
 
+# 0.3's helpers of this module live in the compatibility module messages_03 (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3's helpers of this module live in the compatibility module messages_03.
-    if name in ("convert_to_openai_messages", "group_genai_dict"):
-        from agl_core.adapter import messages_03
+    from agl_core._moved03 import moved_name
 
-        return getattr(messages_03, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

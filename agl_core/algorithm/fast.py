@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from agl_core.algorithm.base import Algorithm
 
 __all__ = ["FastAlgorithm"]
@@ -11,10 +13,8 @@ class FastAlgorithm(Algorithm):
     """An algorithm that only runs the agent (no training): ``Trainer.dev()`` uses it for quick checks."""
 
 
-def __getattr__(name: str) -> object:
-    # Agent Lightning 0.3 exported Baseline from this module too (docs/migrating-from-agent-lightning.md).
-    if name == "Baseline":
-        from agl_core.algorithm.baseline import Baseline
+# Agent Lightning 0.3 exported Baseline from this module too (the table in agl_core._moved03).
+def __getattr__(name: str) -> Any:
+    from agl_core._moved03 import moved_name
 
-        return Baseline
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -17,6 +17,7 @@ import click
 
 from agl_core import __version__
 from agl_core.cli.errors import AglUserError, ExitCode, debug_enabled, user_error_from
+from agl_core.lazy_command import LazyCommand
 from agl_core.plugins import ENTRY_POINT_GROUP, PluginManager, get_plugin_manager
 
 __all__ = ["AglGroup", "AglUserError", "ExitCode", "build_cli", "main"]
@@ -40,7 +41,20 @@ class AglGroup(click.Group):
         if command is None:
             self.load_plugin_commands()
             command = super().get_command(ctx, cmd_name)
+        if isinstance(command, LazyCommand):
+            command = self.commands[cmd_name] = command.load()
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the subcommands by their short help, importing none of them."""
+        rows = [
+            (name, command.get_short_help_str(formatter.width - 6 - max(map(len, self.commands))))
+            for name, command in sorted(self.commands.items())
+            if not command.hidden
+        ]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -50,9 +64,9 @@ class AglGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError as exc:
             note = self.manager.failure_note(args[0]) if args else None
-            if note is not None:
-                exc.message = f"{exc.message} {note}"
-            raise
+            if note is None:
+                raise
+            raise click.UsageError(f"{exc.format_message()} {note}", ctx=exc.ctx) from exc
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """Name the installed plugins whose commands are not loaded yet (without importing them)."""

@@ -12,6 +12,7 @@ import click
 from agl_core.cli.errors import debug_enabled
 from agl_core.hookspecs import PLUGIN_API_VERSION
 from agl_core.plugins import PluginManager, PluginRecord
+from agl_core.registry import install_command
 
 RECORD_SCHEMA_VERSION = 1
 """Version of the ``agl plugins list --json`` record schema (documented in docs/plugins.md)."""
@@ -153,7 +154,7 @@ def _echo_problems(manager: PluginManager, records: list[PluginRecord], *, debug
             needs = ", ".join(item["missing"])
             dist = r.distribution or r.name
             click.echo(f"  {item['kind']} {item['name']} ({dist}) needs {needs}")
-            click.echo(f"    hint: pip install {' '.join(repr(m.split(' (')[0]) for m in item['missing'])}")
+            click.echo(f"    hint: {install_command(r.distribution, item['missing'])}")
     return len(failed) + len(unmet) + len(mismatched)
 
 
@@ -184,7 +185,7 @@ def check_plugins(ctx: click.Context) -> None:
     plugins = [r for r in records if not r.builtin]
     ok = sum(1 for r in plugins if r.status == "ok")
     disabled = sum(1 for r in plugins if r.status == "disabled")
-    components = sum(len(registry) for registry in manager.registries.values())
+    components = sum(len(registry) for registry in manager.registries.all())
     if problems:
         click.echo(f"\nplugins check: {problems} problem(s) found.", err=True)
         raise SystemExit(1)

@@ -28,7 +28,7 @@ _BACKEND_SETTINGS = ("model", "max_tokens")
 
 def _backend_settings(value: str) -> tuple[str, dict[str, Any]]:
     """Split ``URL[,model=NAME][,max_tokens=N]`` into the URL and its settings."""
-    url, settings = value, {}
+    url, settings = value, dict[str, Any]()
     while True:
         head, sep, tail = url.rpartition(",")
         key, eq, setting = tail.partition("=")

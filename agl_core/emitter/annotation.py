@@ -29,10 +29,8 @@ def emit_annotation(annotation: dict[str, Any], propagate: bool = True) -> SpanC
     return tracer.create_span(AGL_ANNOTATION, attributes=attributes, status=TraceStatus(status_code="OK"))
 
 
+# Agent Lightning 0.3 defined ``operation`` and ``OperationContext`` here (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3 defined ``operation`` and ``OperationContext`` in this module.
-    if name in ("operation", "OperationContext"):
-        import importlib
+    from agl_core._moved03 import moved_name
 
-        return getattr(importlib.import_module("agl_core.emitter.operation"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

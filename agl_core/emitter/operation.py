@@ -65,12 +65,19 @@ class OperationContext:
     """An operation span: use it with ``with`` (``set_input``/``set_output``) or call it on a function."""
 
     def __init__(
-        self, attributes: dict[str, Any], propagate: bool = True, *, name: str = AGL_OPERATION
+        self,
+        attributes: dict[str, Any] | str,
+        propagate: Any = True,
+        *legacy_propagate: bool,
+        name: str = AGL_OPERATION,
     ) -> None:
         if isinstance(attributes, str):  # Agent Lightning 0.3's OperationContext(name, attributes, propagate)
-            raise TypeError(
-                "OperationContext takes (attributes, propagate, *, name=...): pass the span name as name=..."
-            )
+            if not isinstance(propagate, dict):
+                raise TypeError("OperationContext(name, attributes, propagate): attributes must be a dict.")
+            name, attributes = attributes, propagate
+            propagate = legacy_propagate[0] if legacy_propagate else True
+        elif legacy_propagate:
+            raise TypeError("OperationContext takes (attributes, propagate, *, name=...).")
         self.name = name
         self.propagate = propagate
         self.initial_attributes = flatten_attributes(attributes, expand_leaf_lists=False)

@@ -43,8 +43,8 @@ class SharedMemoryExecutionStrategy(ExecutionStrategy):
     agl differences from Agent Lightning 0.3: ``main_thread`` defaults to ``"runner"`` for one runner and
     ``"algorithm"`` for several (0.3 always defaulted to ``"runner"``, so ``n_runners > 1`` needed an
     explicit choice); the store is not wrapped in a lock when it already declares
-    ``capabilities["thread_safe"]`` (every bundled store does), and a store that does not is refused
-    with a clear error unless ``managed_store=False``.
+    ``capabilities["thread_safe"]`` (every bundled store does); one that does not is wrapped in
+    `LightningStoreThreaded` (0.3's lock) unless ``managed_store=False``.
 
     Args:
         n_runners: Runners (``main_thread="runner"`` needs exactly 1).
@@ -53,7 +53,7 @@ class SharedMemoryExecutionStrategy(ExecutionStrategy):
         graceful_delay: Seconds a bundle gets after the stop event before it is cancelled (and again
             after the cancellation before it is abandoned).
         poll_interval: Seconds between two checks of the stop event.
-        managed_store: Check the store for thread safety (argument, else ``AGL_MANAGED_STORE``, else True).
+        managed_store: Lock a store that is not thread-safe (argument, else ``AGL_MANAGED_STORE``, else True).
         isolate_runners: With ``main_thread="algorithm"``, give every runner its own thread and event loop
             (Agent Lightning 0.3's layout: an async agent that blocks its loop stalls only its own runner).
             By default the runners are tasks of one event loop on one runner thread: they still have their
@@ -96,7 +96,9 @@ class SharedMemoryExecutionStrategy(ExecutionStrategy):
         self.join_timeout = float(join_timeout)
         self.graceful_delay = float(graceful_delay)
         self.poll_interval = float(poll_interval)
-        self.managed_store = managed_store
+        self.managed_store: bool = bool(  # read at construction, as in 0.3
+            resolve_bool_env_var(LightningEnvVar.AGL_MANAGED_STORE, managed_store, True)
+        )
         self.isolate_runners = isolate_runners
 
     # ------------------------------------------------------------------------------ execute
@@ -219,13 +221,9 @@ class SharedMemoryExecutionStrategy(ExecutionStrategy):
             )
 
     def _checked_store(self, store: LightningStore) -> LightningStore:
-        managed = resolve_bool_env_var(LightningEnvVar.AGL_MANAGED_STORE, self.managed_store, True)
         threads_used = self.n_runners + 1 > 1
-        if managed and threads_used and not store.capabilities.get("thread_safe", False):
-            raise ValueError(
-                f"{type(store).__name__} is not thread-safe (capabilities['thread_safe'] is false), but "
-                "SharedMemoryExecutionStrategy calls it from several threads. Use a thread-safe store "
-                "(InMemoryLightningStore(), 'sqlite:///run.db'), or pass managed_store=False (or set "
-                "AGL_MANAGED_STORE=0) if you guarantee safety yourself."
-            )
+        if self.managed_store and threads_used and not store.capabilities.get("thread_safe", False):
+            from agl_core.store.threading import LightningStoreThreaded
+
+            return LightningStoreThreaded(store)  # 0.3's lock around every call
         return store

@@ -20,10 +20,13 @@ from agl_core.llm_proxy.backends import (
 from agl_core.llm_proxy.errors import BackendConfigError, ProxyHTTPError
 from agl_core.llm_proxy.proxy import LLMProxy
 from agl_core.llm_proxy.recording import CLIENT_API, SPAN_NAME, TOKEN_IDS_MISSING
+from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
 from agl_core.llm_proxy.stats import ProxyStats
+from agl_core.llm_proxy.urls import rollout_urls
 
 __all__ = [
     "CLIENT_API",
+    "KNOWN_VOLATILE_LINES",
     "SPAN_NAME",
     "TOKEN_IDS_MISSING",
     "WILDCARD_MODEL",
@@ -36,5 +39,7 @@ __all__ = [
     "ModelConfig",
     "ProxyHTTPError",
     "ProxyStats",
+    "RequestOptions",
     "model_list_to_backends",
+    "rollout_urls",
 ]

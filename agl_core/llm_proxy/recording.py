@@ -58,6 +58,7 @@ from agl_core.types import Span
 
 __all__ = [
     "CLIENT_API",
+    "MAX_RECORDED_TEXT_CHARS",
     "REFUSED",
     "REQUEST_DROPPED",
     "SIDE_CALL",
@@ -93,6 +94,16 @@ _NO_IDS_HINT = (
     "keep HttpBackend(return_token_ids=True), or have an in-process backend return prompt_token_ids and "
     "choices[].token_ids"
 )
+
+MAX_RECORDED_TEXT_CHARS = 4 * 1024 * 1024
+"""Most characters of text attributes (messages, logprobs, parameters) one span records, all together.
+
+At most 4 UTF-8 bytes each once the span is JSON, so a span stays well under a store's 32 MiB request
+limit; longer texts are cut, the largest first, and end with a marker giving the size kept and the full
+size. The names of the cut attributes are listed in ``agl.llm.truncated``."""
+
+_MAX_RECORDED_LIST_ITEMS = 1024 * 1024
+"""Most token ids one span records; beyond that the lists are left out and the reason recorded."""
 
 _SERVICE_NAME = "agl.llm_proxy"
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
@@ -288,6 +299,8 @@ def span_attributes(exchange: Exchange, response: Mapping[str, Any] | None) -> d
     for key, value in request.items():  # one pass: sampling attributes and the other parameters
         if key in _CONTENT_KEYS:
             continue
+        if type(value) is float and value - value != 0:  # NaN/Infinity: null (JSON has neither)
+            value = None
         parameters[key] = value
         attr = _SAMPLING_BY_KEY.get(key)
         if attr is not None and type(value) in _NUMBER_TYPES:
@@ -418,6 +431,7 @@ def build_span(exchange: Exchange, sequence_id: int) -> Span:
         ),
         "resource": {"attributes": {"service.name": _SERVICE_NAME}, "schema_url": ""},
     }
+    _fit_budget(attrs)
     # One validation of plain data: cheaper than building the nested models one by one (and than
     # pydantic's model_construct, which is pure Python).
     try:
@@ -430,6 +444,37 @@ def build_span(exchange: Exchange, sequence_id: int) -> Span:
         attrs[TOKEN_IDS_MISSING] = problem
         data["status"] = {"status_code": "ERROR", "description": f"{error}; {problem}" if error else problem}
         return Span.model_validate(data)
+
+
+def _fit_budget(attrs: dict[str, Any]) -> None:
+    """Cut ``attrs`` to what a store takes: `MAX_RECORDED_TEXT_CHARS` of text, `_MAX_RECORDED_LIST_ITEMS` ids.
+
+    Texts share the budget fairly (short ones whole, the rest cut to equal shares), each cut text ends
+    with a marker, and ``agl.llm.truncated`` names them. Oversized token id lists are dropped (a cut
+    list would train on wrong ids) and ``TOKEN_IDS_MISSING`` says why.
+    """
+    texts = sorted(
+        ((len(value), key) for key, value in attrs.items() if type(value) is str and len(value) > 1024),
+    )
+    total = sum(size for size, _ in texts)
+    if total + len(attrs) * 1024 > MAX_RECORDED_TEXT_CHARS:
+        remaining = MAX_RECORDED_TEXT_CHARS - len(attrs) * 1024
+        cut: list[str] = []
+        for index, (size, key) in enumerate(texts):
+            share = remaining // (len(texts) - index)
+            if size > share:
+                marker = f"…[truncated by the LLM proxy: kept {share} of {size} characters]"
+                attrs[key] = attrs[key][: max(share - len(marker), 0)] + marker
+                cut.append(key)
+            remaining -= min(size, share)
+        attrs["agl.llm.truncated"] = sorted(cut)
+    ids = [key for key in (PROMPT_TOKEN_IDS, RESPONSE_TOKEN_IDS) if key in attrs]
+    if sum(len(attrs[key]) for key in ids) > _MAX_RECORDED_LIST_ITEMS:
+        for key in ids:
+            del attrs[key]
+        attrs[TOKEN_IDS_MISSING] = (
+            f"more than {_MAX_RECORDED_LIST_ITEMS} token ids in one call; the proxy records at most that many"
+        )
 
 
 def _random_ids() -> str:

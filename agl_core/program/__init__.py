@@ -13,12 +13,14 @@ from agl_core.program.agent import (
 )
 from agl_core.program.launcher import LocalLauncher, ProgramExit, ProgramLaunch, ProgramLauncher
 from agl_core.program.reward import ProgramRewardError
+from agl_core.program.rollout_hooks import HookedStore, RolloutHooks
 from agl_core.program.values import ProgramValueError
 from agl_core.program.workdir import WorkFolderError
 
 __all__ = [
     "DUMMY_API_KEY",
     "PROGRAM_SPAN",
+    "HookedStore",
     "LocalLauncher",
     "ProgramAgent",
     "ProgramExit",
@@ -29,5 +31,6 @@ __all__ = [
     "ProgramRewardError",
     "ProgramValueError",
     "RewardHook",
+    "RolloutHooks",
     "WorkFolderError",
 ]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from agl_core.litagent import LitAgent
+from agl_core.llm_proxy.urls import rollout_urls
 from agl_core.program.launcher import LocalLauncher, ProgramExit, ProgramLaunch, ProgramLauncher, signal_name
 from agl_core.program.reward import read_reward_file, reward_from_stdout
 from agl_core.program.values import ProgramValueError, as_text, lookup, render
@@ -131,16 +132,17 @@ class ProgramAgent(LitAgent[Any]):
     ``timeout``. How it ended and the tails of stdout and stderr are kept with the attempt as an
     ``agl.program`` span (:data:`PROGRAM_SPAN`).
 
-    Environment: the runner's (``inherit_env=True``) or only a few basics such as ``PATH`` and ``HOME``;
-    then ``env``; then, for the rollout's LLM (the resource named ``llm``, or the only ``LLM`` of the
-    resources; a ``ProxyLLM`` is routed to this attempt), ``OPENAI_BASE_URL`` and ``OPENAI_API_BASE``
-    (the URL ending in ``/v1``), ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_BASE`` (without ``/v1``),
-    ``AGL_LLM_BASE_URL`` and ``AGL_LLM_MODEL``, and ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` set to the
-    LLM's key, else kept when set, else :data:`DUMMY_API_KEY`; ``AGL_ROLLOUT_ID``, ``AGL_ATTEMPT_ID``,
-    ``AGL_ROLLOUT_MODE``, ``AGL_STORE_URL`` (when the runner's store is a server), ``AGL_WORK_DIR``,
-    ``AGL_INPUT_FILE`` (the task input as JSON), ``AGL_RESOURCES_FILE`` (the resources as JSON),
-    ``AGL_REWARD_FILE``; and each ``env_map`` entry ``NAME -> dotted path`` (``input.question``,
-    ``resources.prompt.template``), a value that is not a string written as JSON.
+    Environment: the runner's (``inherit_env=True``) or only a few basics such as ``PATH`` and ``HOME``; then
+    ``env`` (values are templates, which may also use ``{work_dir}``: ``{"HOME": "{work_dir}"}``); then, for
+    the rollout's LLM (the resource named ``llm``, or the only ``LLM`` of the resources; a ``ProxyLLM`` is
+    routed to this attempt, see :func:`~agl_core.llm_proxy.urls.rollout_urls`), ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_BASE`` (the URL ending in ``/v1``), ``ANTHROPIC_BASE_URL`` and ``ANTHROPIC_API_BASE``
+    (without ``/v1``), ``AGL_LLM_BASE_URL`` and ``AGL_LLM_MODEL``, and ``OPENAI_API_KEY`` /
+    ``ANTHROPIC_API_KEY`` set to the LLM's key, else kept when set, else :data:`DUMMY_API_KEY`;
+    ``AGL_ROLLOUT_ID``, ``AGL_ATTEMPT_ID``, ``AGL_ROLLOUT_MODE``, ``AGL_STORE_URL`` (when the runner's store
+    is a server), ``AGL_WORK_DIR``, ``AGL_INPUT_FILE`` (the task input as JSON), ``AGL_RESOURCES_FILE`` (the
+    resources as JSON), ``AGL_REWARD_FILE``; and each ``env_map`` entry ``NAME -> dotted path``
+    (``input.question``, ``resources.prompt.template``), a value that is not a string written as JSON.
 
     Reward: ``reward(outcome)`` when given (sync or async; it sees the working folder, the exit, the
     reward the program reported and the attempt's LLM calls); else the reward file (``agl reward 0.8``
@@ -150,7 +152,7 @@ class ProgramAgent(LitAgent[Any]):
     Args:
         argv: The command and its arguments, each a template.
         env_map: Environment variable -> dotted path into the rollout's context.
-        env: Fixed environment variables.
+        env: Environment variables to set; each value a template (``{work_dir}``, ``{input.x}``).
         inherit_env: Pass the runner's environment on (False: only ``PATH``, ``HOME`` and a few others).
         stdin: A template written to the program's stdin (``"{input}"``: the task input as JSON).
         llm: The name of the LLM resource to route (default: the only LLM of the resources).
@@ -221,21 +223,34 @@ class ProgramAgent(LitAgent[Any]):
     # -- what the program sees ---------------------------------------------------------------------
 
     def context(self, task: Any, resources: NamedResources, rollout: Rollout) -> dict[str, Any]:
-        """The values templates and ``env_map`` paths read: input, resources, ids and mode."""
+        """The values templates and ``env_map`` paths read: input, resources, ids, mode and LLM URLs.
+
+        ``work_dir`` (the attempt's working folder) is added once the folder exists.
+
+        ``urls`` holds ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` of the rollout's LLM (empty without
+        one), for programs configured on their command line: ``{urls.OPENAI_BASE_URL}``.
+        """
         attempt = getattr(rollout, "attempt", None)
+        llm = _pick_llm(resources, self.llm)
+        urls: dict[str, str] = {}
+        if isinstance(llm, ProxyLLM) and attempt is not None:
+            urls = rollout_urls(llm.endpoint, rollout.rollout_id, attempt.attempt_id)
+        elif llm is not None:
+            url = llm.get_base_url().rstrip("/")
+            urls = {"OPENAI_BASE_URL": url, "ANTHROPIC_BASE_URL": url.removesuffix("/v1")}
         return {
             "input": task,
             "resources": {name: _resource_dump(value) for name, value in resources.items()},
             "rollout_id": rollout.rollout_id,
             "attempt_id": attempt.attempt_id if attempt is not None else "",
             "mode": rollout.mode or "",
+            "urls": urls,
         }
 
     def environment(
         self,
         context: Mapping[str, Any],
         resources: NamedResources,
-        rollout: Rollout,
         folder: AttemptFolder,
         store_url: str | None,
     ) -> dict[str, str]:
@@ -244,22 +259,15 @@ class ProgramAgent(LitAgent[Any]):
             env = dict(os.environ)
         else:
             env = {name: os.environ[name] for name in _MINIMAL_ENV if name in os.environ}
-        env.update(self.env)
+        env.update({name: render(value, context) for name, value in self.env.items()})
         llm = _pick_llm(resources, self.llm)
+        urls = context["urls"]
         if llm is not None:
-            attempt = getattr(rollout, "attempt", None)
-            if isinstance(llm, ProxyLLM) and attempt is not None:
-                url = llm.get_base_url(rollout.rollout_id, attempt.attempt_id)
-            else:
-                url = llm.get_base_url()
-            url = url.rstrip("/")
-            bare = url.removesuffix("/v1")
             env.update(
-                OPENAI_BASE_URL=url,
-                OPENAI_API_BASE=url,
-                ANTHROPIC_BASE_URL=bare,
-                ANTHROPIC_API_BASE=bare,
-                AGL_LLM_BASE_URL=url,
+                urls,
+                OPENAI_API_BASE=urls["OPENAI_BASE_URL"],
+                ANTHROPIC_API_BASE=urls["ANTHROPIC_BASE_URL"],
+                AGL_LLM_BASE_URL=urls["OPENAI_BASE_URL"],
                 AGL_LLM_MODEL=llm.model,
             )
             for name in _KEY_VARIABLES:
@@ -292,8 +300,6 @@ class ProgramAgent(LitAgent[Any]):
 
         store = self._store()
         context = self.context(task, resources, rollout)
-        argv = [render(item, context) for item in self.argv]
-        stdin = None if self.stdin is None else render(self.stdin, context).encode("utf-8")
         folder = await make_attempt_folder(
             rollout.rollout_id,
             str(context["attempt_id"]),
@@ -303,9 +309,12 @@ class ProgramAgent(LitAgent[Any]):
             git_ref=self.git_ref,
         )
         try:
+            context["work_dir"] = str(folder.work)
+            argv = [render(item, context) for item in self.argv]
+            stdin = None if self.stdin is None else render(self.stdin, context).encode("utf-8")
             (folder.io / "input.json").write_text(json.dumps(task, default=str), encoding="utf-8")
             (folder.io / "resources.json").write_text(json.dumps(context["resources"]), encoding="utf-8")
-            env = self.environment(context, resources, rollout, folder, getattr(store, "url", None))
+            env = self.environment(context, resources, folder, getattr(store, "url", None))
             timeout = self.timeout if self.timeout is not None else rollout.config.timeout_seconds
             launch = ProgramLaunch(argv, env, folder.work, stdin, timeout, self.tail_bytes)
             started = time.time()

@@ -22,6 +22,7 @@ from agl_core.store.errors import (
     StoreOpenError,
 )
 from agl_core.store.uri import open_store, parse_store_uri
+from agl_core.utils.lazy import lazy_exports
 
 # Implementations, imported on first access (Agent Lightning 0.3 exported them here; the last three are
 # compatibility names, see docs/migrating-from-agent-lightning.md).
@@ -35,14 +36,7 @@ _LAZY = {
     "MongoLightningStore": "agl_core.store.mongo",
 }
 
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agl_core.store' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

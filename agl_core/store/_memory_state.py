@@ -1,10 +1,15 @@
 """The synchronous state behind `InMemoryLightningStore`: records, queue, indexes and write paths.
 
 `MemoryState` holds every collection and implements the store's write paths (rollout status writes,
-attempts, heartbeats, spans, workers, the watchdog) as plain synchronous methods. It does no locking
-and no argument validation: `InMemoryLightningStore` validates arguments first and calls these
-methods while holding its lock, so each call sees and leaves a consistent state. Every stored model is
-an immutable snapshot (built by `agl_core.utils.model_slots`); a write replaces it.
+attempts, heartbeats, spans, workers, the watchdog) and its paged rollout and worker queries as plain
+synchronous methods. It does no locking and no argument validation: `InMemoryLightningStore`
+validates arguments first and calls these methods while holding its lock, so each call sees and leaves
+a consistent state. Every stored model is an immutable snapshot (``model_construct`` of valid values);
+a write replaces it with ``model_copy(update=...)``.
+
+Indexes, where a query would otherwise scan every rollout of a large store: rollouts and workers by
+status (dicts of id -> record, so a status move is O(1)); status queries sort only their matches into
+creation order.
 """
 
 from __future__ import annotations
@@ -14,11 +19,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agl_core.store._memory_index import RolloutIndex, WorkerIndex
-from agl_core.store._memory_spans import SpanPacker, StoredSpan
 from agl_core.store.base import UNSET, Unset
 from agl_core.store.errors import RolloutNotFoundError
 from agl_core.store.logic import (
+    NormalizedFilter,
     apply_worker_updates,
     attempt_end_time_for,
     draw_unique_id,
@@ -26,20 +30,21 @@ from agl_core.store.logic import (
     new_attempt_id,
     new_rollout_id,
     next_rollout_status_after_attempt_update,
+    page_result,
     rollout_end_time_for,
     scan_unhealthy,
+    sort_key_for,
     worker_sync_required,
     worker_updates_for_attempt,
     worker_updates_for_empty_dequeue,
 )
 from agl_core.store.logic.waiters import WaiterRegistry
-from agl_core.types import Attempt, AttemptedRollout, Rollout
+from agl_core.types import Attempt, AttemptedRollout, PaginatedResult, Rollout, Worker
 from agl_core.types.status import (
     FINISHED_ROLLOUT_STATUSES,
     QUEUING_ROLLOUT_STATUSES,
     RUNNING_ROLLOUT_STATUSES,
 )
-from agl_core.utils.model_slots import build, replace
 
 if TYPE_CHECKING:
     from agl_core.types import (
@@ -49,10 +54,9 @@ if TYPE_CHECKING:
         RolloutMode,
         RolloutStatus,
         Span,
-        Worker,
     )
 
-__all__ = ["MemoryState", "RolloutRecord", "has_watchdog_deadline"]
+__all__ = ["MemoryState", "RolloutRecord", "has_watchdog_deadline", "required_statuses"]
 
 logger = logging.getLogger("agl_core.store.memory")
 
@@ -60,42 +64,35 @@ _QUEUING = QUEUING_ROLLOUT_STATUSES
 _RUNNING = RUNNING_ROLLOUT_STATUSES
 _FINISHED = FINISHED_ROLLOUT_STATUSES
 
-_SPAN_IDS_IN_LIST = 32  # an attempt's span ids move from a list to a set past this many
-_NOTHING: Any = ()  # shared, never-mutated placeholder for containers a record allocates lazily
-
 
 class RolloutRecord:
     """Everything the store keeps about one rollout (mutated only under the store lock)."""
 
-    __slots__ = (
-        "attempt_index",
-        "attempts",
-        "in_queue",
-        "max_span_seq",
-        "order",
-        "rollout",
-        "span_keys",
-        "spans",
-        "spans_built",
-        "spans_sorted",
-        "view",
-    )
+    __slots__ = ("attempt_index", "attempts", "in_queue", "order", "rollout", "span_ids", "spans", "view")
 
     def __init__(self, rollout: Rollout, order: int) -> None:
         self.rollout = rollout
         self.order = order  # creation rank: the default (insertion) order of queries
-        # The lists start as the shared empty `_NOTHING` and are allocated by the first attempt/span, so
-        # a queued rollout costs few objects (fewer allocations, less garbage-collector work).
-        self.attempts: list[Attempt] = _NOTHING  # index = sequence_id - 1
+        self.attempts: list[Attempt] = []  # index = sequence_id - 1
         self.attempt_index: dict[str, int] = {}
-        self.spans: list[StoredSpan] = _NOTHING  # see `agl_core.store._memory_spans`
-        self.spans_built = 0  # spans[:spans_built] hold no rows (a read built them)
-        # attempt id -> span ids stored for it: a list while short (a tenth of a set's size), then a set
-        self.span_keys: dict[str, list[str] | set[str]] = _NOTHING
-        self.max_span_seq = -1
-        self.spans_sorted = True  # spans were added in non-decreasing sequence_id order
+        self.spans: list[Span] = []  # in the order they were added
+        self.span_ids: dict[str, set[str]] = {}  # attempt id -> its span ids (de-duplication)
         self.in_queue = False  # an entry for this rollout is in the queue deque
         self.view: Rollout | None = rollout  # cached rollout-with-latest-attempt; None when stale
+
+
+def required_statuses(normalized: NormalizedFilter) -> frozenset[str] | None:
+    """Statuses every match of `normalized` must have (a required ``status`` within-test), else None."""
+    if normalized.aggregate != "and" and len(normalized.conditions) != 1:
+        return None
+    for cond in normalized.conditions:
+        if cond.field == "status" and cond.op == "within" and isinstance(cond.value, frozenset):
+            return cond.value
+    return None
+
+
+def _page(items: list[Any], limit: int, offset: int) -> list[Any]:
+    return items[offset:] if limit == -1 else items[offset : offset + limit]
 
 
 def has_watchdog_deadline(config: RolloutConfig) -> bool:
@@ -121,9 +118,9 @@ class MemoryState:
         self.resources: dict[str, ResourcesUpdate] = {}
         self.latest_resources_id: str | None = None
         self.workers: dict[str, Worker] = {}
-        self.rollout_index = RolloutIndex()  # records by rank, status and start time
-        self.worker_index = WorkerIndex()  # workers by status
-        self.span_packer = SpanPacker()
+        self.worker_order: dict[str, int] = {}  # creation rank of each worker
+        self.rollouts_by_status: dict[str, dict[str, RolloutRecord]] = {}
+        self.workers_by_status: dict[str, dict[str, None]] = {}
         self.waiters = WaiterRegistry()
         self.total_attempts = 0
         self.total_spans = 0
@@ -158,9 +155,10 @@ class MemoryState:
         rec.rollout = rollout
         rec.view = None if rec.attempts else rollout
         status = rollout.status
-        if status != previous:
-            self.rollout_index.status_changed(rec.order, previous, status)
         rollout_id = rollout.rollout_id
+        if status != previous:
+            del self.rollouts_by_status[previous][rollout_id]
+            self.rollouts_by_status.setdefault(status, {})[rollout_id] = rec
         if status in _RUNNING and has_watchdog_deadline(rollout.config):
             self.watched[rollout_id] = rec
         elif self.watched:
@@ -180,7 +178,8 @@ class MemoryState:
     def set_rollout_status(self, rec: RolloutRecord, status: str, now: float) -> None:
         """Write a rollout status (and the matching ``end_time``)."""
         self.store_rollout(
-            rec, replace(rec.rollout, {"status": status, "end_time": rollout_end_time_for(status, now)})
+            rec,
+            rec.rollout.model_copy(update={"status": status, "end_time": rollout_end_time_for(status, now)}),
         )
 
     def create_rollout(
@@ -195,24 +194,21 @@ class MemoryState:
     ) -> RolloutRecord:
         """Create a rollout under a fresh id (queued if `status` is a queuing status)."""
         rollout_id = draw_unique_id(new_rollout_id, self.rollouts)
-        rollout = build(
-            Rollout,
-            {
-                "rollout_id": rollout_id,
-                "input": input,
-                "start_time": now,
-                "end_time": None,
-                "mode": mode,
-                "resources_id": self.latest_resources_id if resources_id is None else resources_id,
-                "status": status,
-                "config": config,
-                "metadata": metadata,
-            },
+        rollout = Rollout.model_construct(
+            rollout_id=rollout_id,
+            input=input,
+            start_time=now,
+            end_time=None,
+            mode=mode,
+            resources_id=self.latest_resources_id if resources_id is None else resources_id,
+            status=status,
+            config=config,
+            metadata=metadata,
         )
         rec = RolloutRecord(rollout, self.next_order)
         self.next_order += 1
         self.rollouts[rollout_id] = rec
-        self.rollout_index.add(rec)
+        self.rollouts_by_status.setdefault(status, {})[rollout_id] = rec
         if status in _QUEUING:
             self.queue.append(rollout_id)
             rec.in_queue = True
@@ -222,19 +218,23 @@ class MemoryState:
         """The rollout, as an `AttemptedRollout` with its latest attempt when it has one (cached)."""
         view = rec.view
         if view is None:
-            values = rec.rollout.__dict__.copy()
-            values["attempt"] = rec.attempts[-1]
-            view = rec.view = build(AttemptedRollout, values)
+            view = rec.view = AttemptedRollout.model_construct(
+                **rec.rollout.__dict__, attempt=rec.attempts[-1]
+            )
         return view
 
     def upsert_worker(self, worker_id: str, updates: dict[str, Any]) -> None:
         """Create the worker or replace its snapshot with `updates` applied."""
         workers = self.workers
         worker = workers.get(worker_id)
-        stored = workers[worker_id] = (
-            apply_worker_updates(None, worker_id, updates) if worker is None else replace(worker, updates)
-        )
-        self.worker_index.stored(worker_id, None if worker is None else worker.status, stored.status)
+        if worker is None:
+            stored = workers[worker_id] = apply_worker_updates(None, worker_id, updates)
+            self.worker_order[worker_id] = len(self.worker_order)
+        else:
+            stored = workers[worker_id] = worker.model_copy(update=updates)
+            if worker.status != stored.status:
+                del self.workers_by_status[worker.status][worker_id]
+        self.workers_by_status.setdefault(stored.status, {})[worker_id] = None
 
     def worker_found_nothing(self, worker_id: str, now: float) -> None:
         """Book an empty dequeue for the worker (it becomes ``idle``)."""
@@ -249,26 +249,21 @@ class MemoryState:
         rollout_id = rec.rollout.rollout_id
         attempt_id = draw_unique_id(new_attempt_id, rec.attempt_index)
         attempts = rec.attempts
-        if attempts is _NOTHING:
-            attempts = rec.attempts = []
-        attempt = build(
-            Attempt,
-            {
-                "rollout_id": rollout_id,
-                "attempt_id": attempt_id,
-                "sequence_id": len(attempts) + 1,
-                "start_time": now,
-                "end_time": None,
-                "status": "preparing",
-                "worker_id": worker_id,
-                "last_heartbeat_time": None,
-                "metadata": None,
-            },
+        attempt = Attempt.model_construct(
+            rollout_id=rollout_id,
+            attempt_id=attempt_id,
+            sequence_id=len(attempts) + 1,
+            start_time=now,
+            end_time=None,
+            status="preparing",
+            worker_id=worker_id,
+            last_heartbeat_time=None,
+            metadata=None,
         )
         rec.attempt_index[attempt_id] = len(attempts)
         attempts.append(attempt)
         self.total_attempts += 1
-        self.store_rollout(rec, replace(rec.rollout, {"status": "preparing", "end_time": None}))
+        self.store_rollout(rec, rec.rollout.model_copy(update={"status": "preparing", "end_time": None}))
         if worker_id:
             updates = worker_updates_for_attempt("preparing", rollout_id, attempt_id, now, dequeue=dequeue)
             self.upsert_worker(worker_id, updates)
@@ -309,7 +304,7 @@ class MemoryState:
             changes["metadata"] = metadata
         is_latest = index == len(rec.attempts) - 1
         if changes:
-            attempt = rec.attempts[index] = replace(attempt, changes)
+            attempt = rec.attempts[index] = attempt.model_copy(update=changes)
             if is_latest:
                 rec.view = None
         if status is not UNSET:
@@ -344,7 +339,7 @@ class MemoryState:
                 "status": new_status,
                 "end_time": attempt_end_time_for(new_status, now),
             }
-        rec.attempts[index] = replace(attempt, changes)
+        rec.attempts[index] = attempt.model_copy(update=changes)
         if is_latest:
             rec.view = None
         if rollout_status is not None:
@@ -355,40 +350,79 @@ class MemoryState:
         taken in the attempt, earlier in `spans` included, is skipped)."""
         attempt_id = rec.attempts[index].attempt_id
         rollout_id = rec.rollout.rollout_id
-        keys = rec.span_keys
-        if keys is _NOTHING:
-            keys = rec.span_keys = {}
-            rec.spans = []
-        ids = keys.get(attempt_id)
-        if ids is None:
-            ids = keys[attempt_id] = []
-        kept = rec.spans
-        pack = self.span_packer.pack
-        max_seq = rec.max_span_seq
+        ids = rec.span_ids.setdefault(attempt_id, set())
         inserted: list[Span] = []
         for span in spans:
-            span_id = span.span_id
-            if span_id in ids:
-                logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span_id)
+            if span.span_id in ids:
+                logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span.span_id)
                 continue
-            if ids.__class__ is list:
-                if len(ids) < _SPAN_IDS_IN_LIST:
-                    ids.append(span_id)
-                else:
-                    ids = keys[attempt_id] = {*ids, span_id}
-            else:
-                ids.add(span_id)  # type: ignore[union-attr]
-            kept.append(pack(span, rollout_id, attempt_id))
-            seq = span.sequence_id
-            if seq < max_seq:
-                rec.spans_sorted = False
-            else:
-                max_seq = seq
+            ids.add(span.span_id)
             inserted.append(span)
         if inserted:
-            rec.max_span_seq = max_seq
-            counters = self.sequence_ids
-            if max_seq > counters.get(rollout_id, 0):
-                counters[rollout_id] = max_seq
+            rec.spans += inserted
+            top = max(span.sequence_id for span in inserted)
+            if top > self.sequence_ids.get(rollout_id, 0):
+                self.sequence_ids[rollout_id] = top
             self.total_spans += len(inserted)
         return inserted
+
+    @staticmethod
+    def spans_of(rec: RolloutRecord, attempt_id: str | None) -> list[Span]:
+        """A new list of the rollout's spans (of one attempt, unless `attempt_id` is None), as added."""
+        if attempt_id is None:
+            return list(rec.spans)
+        return [span for span in rec.spans if span.attempt_id == attempt_id]
+
+    def select_rollouts(
+        self,
+        where: NormalizedFilter,
+        predicate: Callable[[Any], bool],
+        wanted_ids: frozenset[str] | None,
+        sort_by: str | None,
+        order: str,
+        limit: int,
+        offset: int,
+    ) -> PaginatedResult[Rollout]:
+        """The page of rollouts (as views) matching `where`, with the total number of matches."""
+        rollouts = self.rollouts
+        candidates: Any
+        statuses = required_statuses(where) if wanted_ids is None else None
+        if wanted_ids is not None:
+            candidates = sorted((rollouts[i] for i in wanted_ids if i in rollouts), key=_order)
+        elif statuses is not None:
+            groups = self.rollouts_by_status
+            candidates = sorted((rec for s in statuses for rec in groups.get(s, {}).values()), key=_order)
+        else:
+            candidates = rollouts.values()
+        matched = [rec for rec in candidates if predicate(rec.rollout)]
+        if sort_by is not None:
+            key = sort_key_for(sort_by, Rollout)
+            matched.sort(key=lambda rec: key(rec.rollout), reverse=order == "desc")
+        page = [self.view(rec) for rec in _page(matched, limit, offset)]
+        return page_result(page, limit, offset, len(matched))
+
+    def select_workers(
+        self,
+        where: NormalizedFilter,
+        predicate: Callable[[Any], bool],
+        sort_by: str | None,
+        order: str,
+        limit: int,
+        offset: int,
+    ) -> PaginatedResult[Worker]:
+        """The page of workers matching `where`, with the total number of matches."""
+        workers = self.workers
+        statuses = required_statuses(where)
+        candidates: Any = workers.values()
+        if statuses is not None:
+            groups = self.workers_by_status
+            ids = sorted((i for s in statuses for i in groups.get(s, {})), key=self.worker_order.__getitem__)
+            candidates = [workers[i] for i in ids]
+        matched = [worker for worker in candidates if predicate(worker)]
+        if sort_by is not None:
+            matched.sort(key=sort_key_for(sort_by, Worker), reverse=order == "desc")
+        return page_result(_page(matched, limit, offset), limit, offset, len(matched))
+
+
+def _order(rec: RolloutRecord) -> int:
+    return rec.order

@@ -1,8 +1,7 @@
 """Transaction bodies of `SqliteLightningStore` for spans and span sequence ids.
 
 Like `agl_core.store._sqlite_ops`, every function runs on the store's thread inside the executor's
-transaction and takes the `SqliteOps` whose cursor and clock it uses. Decoded spans are cached by
-`SpanCache` (stored spans never change).
+transaction and takes the `SqliteOps` whose cursor and clock it uses.
 """
 
 from __future__ import annotations
@@ -21,12 +20,10 @@ from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = [
     "SPAN_SQL",
-    "SpanCache",
     "add_span",
     "add_spans",
     "next_sequence_id",
     "query_spans",
-    "rollout_spans",
     "sequence_ids",
 ]
 
@@ -95,39 +92,6 @@ _SET_COUNTER = (
 
 
 # ---------------------------------------------------------------------------------------------- spans
-
-
-class SpanCache:
-    """Decoded spans by row id, so repeated queries neither re-read nor re-validate the same JSON.
-
-    Safe across processes and transactions because a stored span is immutable and never deleted, so a
-    row id always names the same span (if spans ever become deletable, drop them from the cache). It is
-    bounded (oldest entries go first) and only used on the store's thread. Like the in-memory store,
-    queries return these shared objects: treat returned spans as read-only.
-    """
-
-    __slots__ = ("_items", "_size")
-
-    def __init__(self, size: int = 50_000) -> None:
-        self._items: dict[int, Span] = {}
-        self._size = size
-
-    def get(self, db: sqlite3.Cursor, row_ids: Sequence[int]) -> list[Span]:
-        """The spans of `row_ids`, in order; the JSON of the ones not cached yet is read through `db`."""
-        items = self._items
-        missing = [row_id for row_id in row_ids if row_id not in items]
-        if missing:
-            if len(items) + len(missing) > self._size:
-                for old in list(items)[: len(items) + len(missing) - self._size]:
-                    del items[old]
-            for start in range(0, len(missing), 500):
-                chunk = missing[start : start + 500]
-                rows = db.execute(
-                    f"SELECT ord, data FROM spans WHERE ord IN ({', '.join('?' * len(chunk))})", chunk
-                )
-                for row_id, text in rows.fetchall():
-                    items[row_id] = Span.model_validate_json(text, context=STORED_SPAN_CONTEXT)
-        return [items[row_id] for row_id in row_ids]
 
 
 def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
@@ -279,19 +243,8 @@ def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:
     return issued
 
 
-_ROLLOUT_SPANS = "SELECT ord FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
-
-
-def rollout_spans(ops: SqliteOps, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
-    """Every span of `rollout_id` by sequence id (then insertion): `query_spans` with its defaults."""
-    db = ops.db
-    items = cache.get(db, [row[0] for row in db.execute(_ROLLOUT_SPANS, (rollout_id,)).fetchall()])
-    return logic.page_result(items, -1, 0, len(items))
-
-
 def query_spans(
     ops: SqliteOps,
-    cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
     normalized: logic.NormalizedFilter,
@@ -318,15 +271,14 @@ def query_spans(
         )
     condition, params = where(normalized, SPAN_SQL)
     order = order_by(sort_by, sort_order, Span, SPAN_SQL, "ord")
-    # Row ids only: with no field filter this reads just the covering (rollout_id, sequence_id) index.
-    row_ids = [
-        row[0]
+    spans = [
+        Span.model_validate_json(row[0], context=STORED_SPAN_CONTEXT)
         for row in db.execute(
-            f"SELECT ord FROM spans WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
+            f"SELECT data FROM spans WHERE {condition} ORDER BY {order} LIMIT ? OFFSET ?",
             (*params, limit, offset),
         )
     ]
-    total = page_total(row_ids, limit, offset)
+    total = page_total(spans, limit, offset)
     if total is None:
         total = db.execute(f"SELECT count(*) FROM spans WHERE {condition}", params).fetchone()[0]
-    return logic.page_result(cache.get(db, row_ids), limit, offset, total)
+    return logic.page_result(spans, limit, offset, total)

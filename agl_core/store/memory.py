@@ -9,16 +9,13 @@ Design:
   never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
   return the stored snapshots themselves, so a returned object never changes after it was returned.
   Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are stored compactly (a copy of each added span whose field values sit
-  in a split dict, `agl_core.store._memory_spans`) and reads return those stored copies; their nested
-  values (attributes) are shared with the added span, so do not modify a span after adding it.
+  `update_*` methods. Spans are stored as added (the validated `Span` objects themselves) and reads
+  return them, so do not modify a span after adding it.
 - **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view
-  (built when the rollout finishes, else on its first read);
-  status filters and the start-time sort read indexes (`agl_core.store._memory_index`). The FIFO
-  queue is a deque of ids; entries whose rollout left ``queuing``/``requeuing`` are dropped lazily
-  when dequeued. The watchdog scans only an index of ``preparing``/``running``
-  rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
+  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
+  status filters read a status index. The FIFO queue is a deque of ids; entries whose rollout left
+  ``queuing``/``requeuing`` are dropped lazily when dequeued. The watchdog scans only an index of
+  ``preparing``/``running`` rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
 - **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
   rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
   timeout, the waiter also wakes every ``clamp(scan_debounce_seconds, 0.05, 1.0)`` seconds to run the
@@ -41,8 +38,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_select import select_rollouts, select_workers
-from agl_core.store._memory_spans import build_rows, unpack_spans
 from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
 from agl_core.store.base import (
     UNSET,
@@ -92,7 +87,6 @@ from agl_core.types import (
 )
 from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
-from agl_core.utils.model_slots import replace
 
 if TYPE_CHECKING:
     from agl_core.types import (
@@ -333,8 +327,8 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            return select_rollouts(
-                st, where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
+            return st.select_rollouts(
+                where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
             )
 
     @staticmethod
@@ -398,7 +392,7 @@ class InMemoryLightningStore(LightningStore):
             rec = st.record(update.rollout_id)
             if update.status is not UNSET:
                 changes["end_time"] = rollout_end_time_for(update.status, self.clock())
-            rollout = replace(rec.rollout, changes)
+            rollout = rec.rollout.model_copy(update=changes)
             st.store_rollout(rec, rollout)
             return rollout
 
@@ -475,7 +469,7 @@ class InMemoryLightningStore(LightningStore):
     # ------------------------------------------------------------------ spans
 
     async def add_span(self, span: Span) -> Span | None:
-        """Store (a compact copy of) the span and count it as a heartbeat; do not modify it afterwards.
+        """Store the span and count it as a heartbeat; do not modify it afterwards.
 
         Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
         """
@@ -561,22 +555,15 @@ class InMemoryLightningStore(LightningStore):
             rec = st.rollouts.get(query.rollout_id)
             if rec is None or (attempt_id == "latest" and not rec.attempts):
                 spans: list[Span] = []
-                presorted = True
             else:
                 if attempt_id == "latest":
                     attempt_id = rec.attempts[-1].attempt_id
-                kept = rec.spans
-                if rec.spans_built < len(kept):  # the first read of new spans builds them, once
-                    build_rows(kept, rec.spans_built)
-                    rec.spans_built = len(kept)
-                spans = unpack_spans(kept, attempt_id)  # a new list, of the attempt's spans only
-                presorted = rec.spans_sorted
+                spans = st.spans_of(rec, attempt_id)
         # The rollout is fixed by the record; filter the field pool outside the lock.
         if where.conditions and spans:
             predicate = build_predicate(NormalizedFilter(where.conditions, (), where.aggregate))
             spans = [s for s in spans if predicate(s)]
-        if not (presorted and sort_by == "sequence_id" and order == "asc"):
-            spans = sort_items(spans, sort_by, order, Span)
+        spans = sort_items(spans, sort_by, order, Span)
         return paginate(spans, query.limit, query.offset)
 
     # ------------------------------------------------------------------ resources
@@ -674,8 +661,8 @@ class InMemoryLightningStore(LightningStore):
         st = self._state
         with self._lock:
             st.watchdog()
-            return select_workers(
-                st, where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
+            return st.select_workers(
+                where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
             )
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:

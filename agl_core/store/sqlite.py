@@ -2,19 +2,12 @@
 
 Design:
 
-- **One thread per store** owns the store's only SQLite connection; every call (reads included) is a
-  job on its queue, so the event loop never waits on disk or on another process's lock
-  (`agl_core.store._sqlite_executor`). Results come back through ``loop.call_soon_threadsafe``, so one
-  store serves any number of event loops and threads.
-- **Inline fast path**: a call that finds the store idle (no other call in flight) runs on the
-  caller's thread instead, which saves the two thread wake-ups that cost more than most calls. It
-  never waits there: the busy timeout is 0 inline (a lock held by another process sends the call to
-  the thread), and WAL checkpoints (the only fsync) always run on the thread. ``inline=False`` turns
-  it off.
-- **Group commit**: jobs that queue up while a transaction runs are committed together, each write in
-  its own savepoint; every caller is answered only after the commit that contains its write. A lone
-  single-statement write (``enqueue_rollout``, ``get_next_span_sequence_id``, ``update_worker``) runs in
-  autocommit, where SQLite commits the statement before ``execute`` returns.
+- **One writer thread per store** owns the store's only SQLite connection; every call (reads
+  included) is a job on its queue, run in its own transaction, so the event loop never waits on disk
+  or on another process's lock (`agl_core.store._sqlite_executor`). Results come back through
+  ``loop.call_soon_threadsafe`` after the commit, so one store serves any number of event loops and
+  threads. A single-statement write (``enqueue_rollout``, ``get_next_span_sequence_id``,
+  ``update_worker``) runs in autocommit, where SQLite commits the statement before ``execute`` returns.
 - **Durability**: WAL journal with ``synchronous=NORMAL``. A commit appends the transaction to the WAL
   file before it returns, so whatever a call acknowledged survives a killed process (SIGKILL, OOM);
   NORMAL only skips the fsync, which matters for a power cut or kernel crash (the file stays
@@ -22,7 +15,7 @@ Design:
 - **Several processes** may open the same file: every write transaction starts with ``BEGIN
   IMMEDIATE`` (waiting up to ``busy_timeout`` seconds for the lock), and every decision (queue claims,
   statuses, attempt and span sequence ids) is read and written inside that transaction. Nothing mutable
-  is cached in memory between transactions; only decoded spans are, because stored spans never change.
+  is cached in memory between transactions.
 - **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
   open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
 - **Semantics** come from `agl_core.store.logic`, as in `InMemoryLightningStore`; filters, sorting
@@ -133,8 +126,7 @@ class SqliteLightningStore(LightningStore):
         scan_debounce_seconds: Minimum seconds between two watchdog scans (0: before every call).
         busy_timeout: Seconds a write waits for another process holding the database lock before the
             call fails with `StoreError`.
-        inline: Let a call that finds the store idle run on the caller's thread (see the module
-            docstring); False sends every call through the store's thread.
+        inline: Accepted and ignored (every call goes through the store's thread).
         read_only: Open an existing file without writing to it (inspection commands); a missing
             file raises `StoreOpenError` instead of creating an empty store.
 
@@ -178,9 +170,6 @@ class SqliteLightningStore(LightningStore):
         self.busy_timeout: float = float(busy_timeout)
         ops = SqliteOps(clock)
         self._ops = ops
-        # a read-only store serves inspection commands, which read each span once: a small cache keeps
-        # their memory flat (`agl store export` on a store of any size)
-        self._span_cache = spans_ops.SpanCache(500) if read_only else spans_ops.SpanCache()
         self._waiters = WaiterRegistry()
 
         busy = self.busy_timeout
@@ -194,8 +183,6 @@ class SqliteLightningStore(LightningStore):
             connect,
             path=path,
             on_commit=_after_commit(ops, self._waiters),
-            busy_timeout=busy,
-            inline=bool(inline),
         )
         self._finalizer = weakref.finalize(self, self._executor.request_stop)
 
@@ -471,21 +458,9 @@ class SqliteLightningStore(LightningStore):
         """See `LightningStore.query_spans`."""
         rollout_id, attempt_id = query.rollout_id, query.attempt_id
         limit, offset = query.limit, query.offset
-        if (
-            attempt_id is None
-            and not where.conditions
-            and query.sort_by == "sequence_id"
-            and query.sort_order == "asc"
-            and limit == -1
-            and offset == 0
-        ):  # the hot call (every span of a rollout, in order): one fixed statement
-            return await self._call(
-                spans_ops.rollout_spans, (self._ops, self._span_cache, rollout_id), READ, guarded=True
-            )
         normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         args = (
             self._ops,
-            self._span_cache,
             rollout_id,
             attempt_id,
             normalized,

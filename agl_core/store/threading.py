@@ -5,22 +5,32 @@ Listed in docs/migrating-from-agent-lightning.md.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
 from agl_core.store.base import LightningStore, LightningStoreCapabilities
-from agl_core.store.delegating import DelegatingLightningStore
+from agl_core.store.delegating import DELEGATED_METHODS, DelegatingLightningStore
 
 __all__ = ["LightningStoreThreaded"]
 
 
 class LightningStoreThreaded(DelegatingLightningStore):
-    """Agent Lightning 0.3's thread-safety wrapper: here a plain pass-through to ``store``.
+    """Agent Lightning 0.3's thread-safety wrapper: one lock around every call of a store that needs it.
 
-    Every agl store is safe to call from several threads (each store guards its own state), so no lock
-    is added; the wrapper only forwards, and reports ``thread_safe`` and ``async_safe``.
+    A store whose ``capabilities["thread_safe"]`` is true (every agl store) is only forwarded to. Any other
+    store (a 0.3-style custom one, say) gets 0.3's lock: one call at a time from all threads, except
+    ``wait_for_rollouts``, which only reads. A caller waiting for the lock does not block its event loop.
     """
 
     def __init__(self, store: LightningStore) -> None:
         super().__init__()
         self.store = store
+        self._lock: threading.Lock | None = (
+            None if store.capabilities.get("thread_safe", False) else threading.Lock()
+        )
 
     @property
     def capabilities(self) -> LightningStoreCapabilities:
@@ -28,3 +38,26 @@ class LightningStoreThreaded(DelegatingLightningStore):
         return LightningStoreCapabilities(
             **{**self.store.capabilities, "thread_safe": True, "async_safe": True}
         )
+
+
+def _locked(name: str) -> Callable[..., Any]:
+    forward = getattr(DelegatingLightningStore, name)
+
+    @functools.wraps(forward)
+    async def method(self: LightningStoreThreaded, *args: Any, **kwargs: Any) -> Any:
+        lock = self._lock
+        if lock is None or name == "wait_for_rollouts":
+            return await forward(self, *args, **kwargs)
+        if not lock.acquire(blocking=False):
+            await asyncio.to_thread(lock.acquire)  # another thread or task holds it: wait off the loop
+        try:
+            return await forward(self, *args, **kwargs)
+        finally:
+            lock.release()
+
+    return method
+
+
+for _name in DELEGATED_METHODS:
+    setattr(LightningStoreThreaded, _name, _locked(_name))
+del _name

@@ -7,6 +7,7 @@ Schemes come from the store registry: a store registered with ``schemes=[...]`` 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from agl_core.registry import uri_scheme
 from agl_core.store.base import LightningStore
@@ -35,19 +36,30 @@ def parse_store_uri(uri: str) -> str:
 def open_store(uri: str, **kwargs: Any) -> LightningStore:
     """Open the store a URI names; ``kwargs`` go to the store's ``from_uri``.
 
-    The store registry opens it (:meth:`agl_core.registry.Registry.open_uri`), as ``Trainer(store=uri)`` does.
+    The store registry builds it (:meth:`agl_core.registry.Registry.create`), as ``Trainer(store=uri)`` does.
 
     Raises:
-        InvalidRequestError: the URI has no scheme.
+        InvalidRequestError: the URI has no scheme, or the store's URI parser refused it.
         UnknownComponentError: no installed store opens that scheme (the message lists the known
             schemes and, for first-party plugins, the package to install).
         ComponentSpecError: the store registered for the scheme built something that is not a
             `LightningStore` (a `TypeError`).
     """
-    from agl_core.plugins import get_registry
+    from agl_core.errors import AglError
+    from agl_core.plugins import get_registries
 
-    parse_store_uri(uri)
-    return get_registry("store").open_uri(uri, **kwargs)
+    scheme = parse_store_uri(uri)
+    try:
+        if scheme in ("http", "https"):  # the client parses its URL only at the first request
+            parts = urlsplit(uri)
+            if not parts.hostname or parts.port == 0:
+                raise ValueError("it names no host and port, e.g. http://127.0.0.1:4747")
+        return get_registries().store.create(uri, **kwargs)
+    except ValueError as exc:
+        if isinstance(exc, AglError):
+            raise
+        # a URL parser's complaint ("Invalid IPv6 URL", a port that is not a number, ...)
+        raise InvalidRequestError(f"Store URI {uri!r} is malformed: {exc}.") from exc
 
 
 def check_store_uri(uri: str) -> None:
@@ -57,9 +69,9 @@ def check_store_uri(uri: str) -> None:
         InvalidRequestError: the URI has no scheme.
         UnknownComponentError: no store opens the scheme.
     """
-    from agl_core.plugins import get_registry
+    from agl_core.plugins import get_registries
 
-    get_registry("store").scheme_entry(parse_store_uri(uri))
+    get_registries().store.scheme_entry(parse_store_uri(uri))
 
 
 def open_store_for_reading(uri: str) -> LightningStore:

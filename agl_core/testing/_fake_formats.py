@@ -66,6 +66,41 @@ def _responses_text(content: Any) -> Any:
     return parts
 
 
+def _flat_name(name: Any, namespace: Any) -> str:
+    """The chat-view name of a (possibly namespaced) Responses tool: ``namespace__name``."""
+    return f"{namespace}__{name}" if isinstance(namespace, str) and namespace else str(name)
+
+
+def declared_tools(body: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], str | None]]:
+    """The function and custom tools of a Responses request (top-level ``tools`` and ``additional_tools``
+    input items, namespaces flattened), by chat-view name: the tool and its namespace."""
+    found: dict[str, tuple[dict[str, Any], str | None]] = {}
+
+    def add(tools: Any, namespace: str | None) -> None:
+        for tool in tools or ():
+            if not isinstance(tool, dict):
+                continue
+            if tool.get("type") == "namespace" and namespace is None:
+                add(tool.get("tools"), str(tool.get("name")))
+            elif tool.get("type") in ("function", "custom"):
+                found[_flat_name(tool.get("name"), namespace)] = (tool, namespace)
+
+    add(body.get("tools"), None)
+    items = body.get("input")
+    for item in items if isinstance(items, list) else ():
+        if isinstance(item, dict) and item.get("type") == "additional_tools":
+            add(item.get("tools"), None)
+    return found
+
+
+def _tool_function(flat: str, tool: Mapping[str, Any]) -> dict[str, Any]:
+    """The chat function of a declared tool; a custom tool takes its free-form input as ``input``."""
+    function = {k: tool[k] for k in ("description", "parameters") if k in tool}
+    if tool.get("type") == "custom":
+        function["parameters"] = {"type": "object", "properties": {"input": {"type": "string"}}}
+    return {"name": flat, **function}
+
+
 def responses_chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
     """The chat view of a Responses request: instructions, input items and tools as chat messages."""
     messages: list[dict[str, Any]] = []
@@ -84,29 +119,36 @@ def responses_chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
             messages.append(
                 {"role": item.get("role", "user"), "content": _responses_text(item.get("content"))}
             )
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
+            name = _flat_name(item.get("name"), item.get("namespace"))
+            arguments = (
+                item.get("arguments", "")
+                if kind == "function_call"
+                else json.dumps({"input": item.get("input", "")})
+            )
             call = {
                 "id": item.get("call_id"),
                 "type": "function",
-                "function": {"name": item.get("name"), "arguments": item.get("arguments", "")},
+                "function": {"name": name, "arguments": arguments},
             }
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant" and last.get("tool_calls") is not None:
                 last["tool_calls"].append(call)
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
+            if isinstance(output, list) and all(isinstance(p, dict) for p in output):
+                output = "".join(str(p.get("text", "")) for p in output)
             text = output if isinstance(output, str) else json.dumps(output)
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": text})
-        elif kind == "reasoning":
+        elif kind in ("reasoning", "additional_tools"):  # tools: see declared_tools
             continue
         else:
             raise FormatError(f"Unsupported input item type {kind!r}.")
     tools = [
-        {"type": "function", "function": {k: t[k] for k in ("name", "description", "parameters") if k in t}}
-        for t in body.get("tools") or ()
-        if isinstance(t, dict) and t.get("type") == "function"
+        {"type": "function", "function": _tool_function(flat, tool)}
+        for flat, (tool, _) in declared_tools(body).items()
     ]
     view: dict[str, Any] = {"model": body.get("model"), "messages": messages}
     if tools:
@@ -153,8 +195,9 @@ def response_object(
                     "content": [part],
                 }
             )
+        declared = declared_tools(body)
         for position, call in enumerate(tool_calls):
-            output.append(_function_call_item(ident, position, call))
+            output.append(_function_call_item(ident, position, call, declared))
     incomplete = status == "completed" and finish_reason == "length"
     tools = body.get("tools") or []
     out: dict[str, Any] = {
@@ -184,16 +227,29 @@ def response_object(
     return out
 
 
-def _function_call_item(ident: str, position: int, call: Mapping[str, Any]) -> dict[str, Any]:
+def _function_call_item(
+    ident: str,
+    position: int,
+    call: Mapping[str, Any],
+    declared: Mapping[str, tuple[dict[str, Any], str | None]],
+) -> dict[str, Any]:
+    """The output item of a scripted call, as the tool was declared (function or custom, namespaced)."""
     function = call["function"]
-    return {
-        "id": f"fc_{ident}_{position}",
-        "type": "function_call",
-        "status": "completed",
-        "call_id": call["id"],
-        "name": function["name"],
-        "arguments": function["arguments"],
-    }
+    tool, namespace = declared.get(function["name"], ({"type": "function", "name": function["name"]}, None))
+    item: dict[str, Any] = {"id": f"fc_{ident}_{position}", "status": "completed", "call_id": call["id"]}
+    item["name"] = tool.get("name", function["name"])
+    if tool.get("type") == "custom":
+        try:
+            arguments = json.loads(function["arguments"])
+        except ValueError:
+            arguments = None
+        text = arguments.get("input") if isinstance(arguments, dict) else None
+        item.update(type="custom_tool_call", input=text if isinstance(text, str) else function["arguments"])
+    else:
+        item.update(type="function_call", arguments=function["arguments"])
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item
 
 
 def response_events(
@@ -223,6 +279,12 @@ def response_events(
                 ("response.output_text.done", {**where, "text": part["text"], "logprobs": part["logprobs"]})
             )
             events.append(("response.content_part.done", {**where, "part": part}))
+        elif item["type"] == "custom_tool_call":
+            added = {**item, "status": "in_progress", "input": ""}
+            events.append(("response.output_item.added", {"output_index": index, "item": added}))
+            where = {"item_id": item["id"], "output_index": index}
+            events.append(("response.custom_tool_call_input.delta", {**where, "delta": item["input"]}))
+            events.append(("response.custom_tool_call_input.done", {**where, "input": item["input"]}))
         else:
             added = {**item, "status": "in_progress", "arguments": ""}
             events.append(("response.output_item.added", {"output_index": index, "item": added}))
@@ -303,9 +365,14 @@ def messages_chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, list) or not raw:
         raise FormatError("messages: Field required")
     for message in raw:
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise FormatError("Each message needs a role of 'user' or 'assistant'.")
-        messages.extend(_anthropic_blocks(message.get("content"), message["role"]))
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            raise FormatError("Each message needs a role of 'user', 'assistant' or 'system'.")
+        content = message.get("content")
+        if message["role"] == "system":  # the API accepts system messages inside the conversation
+            text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or ())
+            messages.append({"role": "system", "content": text})
+        else:
+            messages.extend(_anthropic_blocks(content, message["role"]))
     tools = [
         {
             "type": "function",
@@ -316,7 +383,7 @@ def messages_chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
             },
         }
         for t in body.get("tools") or ()
-        if isinstance(t, dict)
+        if isinstance(t, dict) and t.get("defer_loading") is not True  # loaded on demand: not shown
     ]
     view: dict[str, Any] = {
         "model": body.get("model"),

@@ -1,10 +1,12 @@
-"""Install real agent CLIs from npm and configure them to call the agl LLM proxy (for tests and examples).
+"""Install real agent CLIs and configure them to call the agl LLM proxy (for tests and examples).
 
-The versions are pinned by ``examples/programs/clis/package.json`` and its ``package-lock.json``;
-:func:`install_agent_clis` runs ``npm ci`` into an ignored folder (``.agl/npm/`` by default) once per
-lock file. :func:`claude_command` and :func:`codex_command` give the argv prefix of each CLI and
-:func:`claude_env` / :func:`codex_env` the environment that points it at a per-rollout proxy URL (see
-:func:`agl_core.llm_proxy.urls.rollout_urls`), with default settings otherwise.
+npm CLIs (Claude Code, the Codex CLI) are pinned by ``examples/programs/clis/package.json`` and its
+``package-lock.json``: :func:`install_agent_clis` runs ``npm ci`` into an ignored folder (``.agl/npm/``)
+once per lock file. Python CLIs (``llm``) are pinned in that folder's ``requirements.txt`` and go into a
+venv of their own (:func:`install_python_clis`). :func:`claude_command` and :func:`codex_command` give
+each npm CLI's argv prefix; :func:`claude_env`, :func:`codex_env` and :func:`llm_env` the environment
+pointing a CLI at a per-rollout proxy URL (:func:`agl_core.llm_proxy.rollout_urls`), default settings
+otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 __all__ = [
@@ -23,6 +26,8 @@ __all__ = [
     "codex_command",
     "codex_env",
     "install_agent_clis",
+    "install_python_clis",
+    "llm_env",
 ]
 
 _INSTALL_TIMEOUT_S = 900.0
@@ -64,6 +69,30 @@ def install_agent_clis(package_dir: Path, prefix: Path) -> Path:
         raise RuntimeError(f"npm ci failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
     stamp.write_text(digest)
     return prefix
+
+
+def install_python_clis(requirements: Path, venv: Path) -> Path:
+    """Install the pinned Python CLIs of ``requirements`` into their own ``venv``; returns its ``bin``.
+
+    Does nothing when ``venv`` already holds an install of the same requirements file.
+
+    Raises:
+        RuntimeError: when creating the venv or ``pip install`` fails (its output's tail in the message).
+    """
+    digest = hashlib.sha256(requirements.read_bytes()).hexdigest()
+    stamp = venv / _STAMP
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    if stamp.is_file() and stamp.read_text().strip() == digest:
+        return bin_dir
+    for argv in (
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "-r", str(requirements)],
+    ):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_INSTALL_TIMEOUT_S, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"{argv[2]} failed ({done.returncode}): {(done.stdout + done.stderr)[-2000:]}")
+    stamp.write_text(digest)
+    return bin_dir
 
 
 def _platform_suffix() -> str:
@@ -111,6 +140,17 @@ def claude_env(home: Path, anthropic_base_url: str, api_key: str = "dummy") -> d
     """Environment running Claude Code with a fresh ``home`` against ``anthropic_base_url``."""
     home.mkdir(parents=True, exist_ok=True)
     return {**_base_env(home), "ANTHROPIC_BASE_URL": anthropic_base_url, "ANTHROPIC_API_KEY": api_key}
+
+
+def llm_env(home: Path, openai_base_url: str, api_key: str = "dummy") -> dict[str, str]:
+    """Environment running ``llm`` (its OpenAI models) with fresh settings in ``home`` against the URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    return {
+        **_base_env(home),
+        "LLM_USER_PATH": str(home / "llm"),
+        "OPENAI_BASE_URL": openai_base_url,
+        "OPENAI_API_KEY": api_key,
+    }
 
 
 def codex_env(home: Path, openai_base_url: str, api_key: str = "dummy") -> dict[str, str]:

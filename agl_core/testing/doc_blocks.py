@@ -200,14 +200,17 @@ def run_page(
     *,
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    python: str | Path | None = None,
 ) -> PageRun:
     """Run the ``docs-test`` blocks and hidden setups of ``page`` in order, in a fresh interpreter.
 
-    The interpreter is this one (``sys.executable``), started in ``workdir`` (a scratch folder) with
-    this process's environment plus ``env``, its venv's scripts first on the PATH, ``NO_COLOR=1`` and
-    without ``AGL_STORE``/``AGL_STORE_TOKEN``. A block whose ``requires=`` modules are missing is left
-    out (see :func:`skipped_blocks`).
+    The interpreter is ``python`` (default: this one, ``sys.executable``; another venv's must have
+    agl-core installed), started in ``workdir`` (a scratch folder) with this process's environment plus
+    ``env``, its venv's scripts first on the PATH, ``NO_COLOR=1`` and without
+    ``AGL_STORE``/``AGL_STORE_TOKEN``. A block whose ``requires=`` modules are missing here is left out
+    (see :func:`skipped_blocks`).
     """
+    interpreter = str(python) if python is not None else sys.executable
     steps = []
     ran = []
     for block in page_blocks(page):
@@ -224,14 +227,14 @@ def run_page(
     steps_file.write_text(json.dumps(steps), encoding="utf-8")
     full_env = {
         **os.environ,
-        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        "PATH": str(Path(interpreter).parent) + os.pathsep + os.environ.get("PATH", ""),
         "NO_COLOR": "1",
     }
     full_env.pop("AGL_STORE", None)
     full_env.pop("AGL_STORE_TOKEN", None)
     full_env.update(env or {})
     result = subprocess.run(
-        [sys.executable, "-m", "agl_core.testing._doc_block_runner", str(steps_file)],
+        [interpreter, "-m", "agl_core.testing._doc_block_runner", str(steps_file)],
         cwd=workdir,
         env=full_env,
         capture_output=True,

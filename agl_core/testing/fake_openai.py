@@ -6,7 +6,11 @@ Responses) and ``POST /v1/messages`` (Anthropic Messages), each streaming over S
 Responses and Messages requests are answered from their *chat view* (the same messages a chat request
 would carry; scripts and rules see that view), in the shapes the official ``openai`` and ``anthropic``
 SDKs parse; with token ids on, their bodies carry top-level ``prompt_token_ids`` and ``token_ids`` (in
-streams: on ``response.completed``, and on ``message_start`` / ``message_delta``).
+streams: on ``response.completed``, and on ``message_start`` / ``message_delta``). What agent CLIs send is
+understood too (Claude Code and the Codex CLI run against it directly): system messages inside Messages
+``messages``, Responses tools in ``additional_tools`` input items and ``namespace`` tools (seen by scripts
+as ``namespace__name``), free-form ``custom`` tools (scripted with one string argument ``input``, answered
+as ``custom_tool_call`` items) and their calls and outputs in ``input``.
 
 Replies are scripted: a rule table (:class:`Rule`), a list of replies consumed in order, or a callable
 ``(request_json) -> Reply``; with none of them the server echoes the last user message (or the prompt).

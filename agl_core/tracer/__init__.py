@@ -39,16 +39,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "AgentOpsTracer":  # Agent Lightning 0.3's name; the agl-agentops plugin provides it
-        from agl_core.tracer.agentops import AgentOpsTracer
+    if name in ("AgentOpsTracer", "WeaveTracer"):  # plugins' tracers, 0.3 names (agl_core._moved03)
+        from agl_core._moved03 import moved_name
 
-        return AgentOpsTracer
-    if (
-        name == "WeaveTracer"
-    ):  # Agent Lightning 0.3's tracer.weave.WeaveTracer; the agl-weave plugin provides it
-        from agl_core.tracer.weave import WeaveTracer
-
-        return WeaveTracer
+        return moved_name(__name__, name)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'agl_core.tracer' has no attribute {name!r}")

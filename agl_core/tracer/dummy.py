@@ -17,39 +17,42 @@ __all__ = ["DummySpanRecordingContext", "DummyTracer"]
 class DummySpanRecordingContext:
     """Collects what ``operation_context`` records in memory; ``get_recorded_span`` works after it ends."""
 
-    def __init__(self, name: str, attributes: dict[str, Any] | None, start_time: float) -> None:
-        self._name = name
-        self._attributes: dict[str, Any] = dict(attributes or {})
-        self._status = TraceStatus(status_code="UNSET")
-        self._start_time = start_time
-        self._end_time: float | None = None
+    def __init__(
+        self, name: str, attributes: dict[str, Any] | None = None, start_time: float | None = None
+    ) -> None:
+        # public, as in Agent Lightning 0.3 (its code and tests read them)
+        self.name = name
+        self.attributes: dict[str, Any] = dict(attributes or {})
+        self.status = TraceStatus(status_code="UNSET")
+        self.start_time = start_time if start_time is not None else time.time()
+        self.end_time: float | None = None
 
     def record_exception(self, exception: BaseException) -> None:
         """Add the OpenTelemetry exception attributes of ``exception``."""
-        self._attributes.update(format_exception_attributes(exception))
+        self.attributes.update(format_exception_attributes(exception))
 
     def record_attributes(self, attributes: Attributes) -> None:
         """Merge ``attributes`` into the span's attributes."""
-        self._attributes.update(attributes)
+        self.attributes.update(attributes)
 
     def record_status(self, code: StatusCode, description: str | None = None) -> None:
         """Set the span's status."""
-        self._status = TraceStatus(status_code=code, description=description)
+        self.status = TraceStatus(status_code=code, description=description)
 
     def finalize(self, end_time: float | None = None) -> None:
         """Mark the span ended (now, or at ``end_time``)."""
-        self._end_time = end_time if end_time is not None else time.time()
+        self.end_time = end_time if end_time is not None else time.time()
 
     def get_recorded_span(self) -> SpanCoreFields:
         """The finished span; raises ``ValueError`` while the operation is still running."""
-        if self._end_time is None:
+        if self.end_time is None:
             raise ValueError("The span is still recording; read it after the operation_context block ends.")
         return SpanCoreFields(
-            name=self._name,
-            attributes=dict(self._attributes),
-            start_time=self._start_time,
-            end_time=self._end_time,
-            status=self._status,
+            name=self.name,
+            attributes=dict(self.attributes),
+            start_time=self.start_time,
+            end_time=self.end_time,
+            status=self.status,
         )
 
 

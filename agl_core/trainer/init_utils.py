@@ -196,7 +196,7 @@ def build_component(
        ``"tracer"``, a `Registry`, or a local ``{name: class}`` mapping tried first).
 
     ``type_error_fmt`` and ``invalid_spec_error_fmt`` may use ``{spec_name}``, ``{expected_type}``,
-    ``{type_name}`` and ``{spec}``.
+    ``{type_name}``, ``{actual_type}`` (the spec's type, as in 0.3) and ``{spec}``.
 
     Raises:
         TypeError: the result is not an ``expected_type``.
@@ -206,6 +206,7 @@ def build_component(
         "spec_name": spec_name,
         "expected_type": expected_type.__name__,
         "type_name": type(spec).__name__,
+        "actual_type": type(spec),  # 0.3's placeholder of invalid_spec_error_fmt
         "spec": spec,
     }
     if isinstance(spec, expected_type):

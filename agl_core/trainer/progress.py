@@ -61,6 +61,13 @@ class ProgressSnapshot:
     throughput: float = 0.0
     """Rollouts finished per second over the last few seconds."""
     rewards: dict[str, RewardStats] = field(default_factory=dict)
+    first_error: str | None = None
+    """``rollout_id: Type: message`` of the first failed rollout's recorded exception (None: no failure)."""
+
+    @property
+    def all_failed(self) -> bool:
+        """Every finished rollout failed (and at least one finished)."""
+        return self.failed > 0 and self.failed == self.finished
 
     @property
     def finished(self) -> int:
@@ -81,7 +88,26 @@ class ProgressSnapshot:
         for version, stats in self.rewards.items():
             mean = "n/a" if stats.mean is None else f"{stats.mean:.4g}"
             parts.append(f"reward[{version}] {mean} (n={stats.count})")
+        if self.failed and self.first_error:
+            lead = "every rollout failed" if self.all_failed else "first failure"
+            parts.append(f"{lead}; first error: {self.first_error}")
         return " | ".join(parts)
+
+
+async def _first_error(store: LightningStore) -> str | None:
+    """``rollout_id: Type: message`` of the earliest failed rollout's recorded exception, if any."""
+    from agl_core.semconv import AGL_EXCEPTION
+
+    failed = await store.query_rollouts(status_in=["failed"], limit=1)
+    for rollout in failed:
+        for span in await store.query_spans(rollout.rollout_id, "latest"):
+            if span.name == AGL_EXCEPTION:
+                attributes = span.attributes or {}
+                kind = attributes.get("exception.type", "error")
+                message = str(attributes.get("exception.message", "")).splitlines()
+                return f"{rollout.rollout_id}: {kind}: {message[0] if message else ''}".rstrip(": ")
+        return f"{rollout.rollout_id}: no exception recorded (`agl doctor {rollout.rollout_id}` explains)"
+    return None
 
 
 class _Sampler:
@@ -158,6 +184,7 @@ class ProgressReporter:
             "agl-progress", self._poll_and_show, delay=self._next_wait, on_error=_poll_failed
         )
         self._display: Any = None
+        self._first_error: str | None = None
         self.last: ProgressSnapshot | None = None
 
     # ------------------------------------------------------------------------------ polling
@@ -173,6 +200,8 @@ class ProgressReporter:
         for rollout in unfinished:
             counts[rollout.status] = counts.get(rollout.status, 0) + 1
         await self._sampler.update(store, {r.rollout_id for r in unfinished})
+        if failed and self._first_error is None:
+            self._first_error = await _first_error(store)
         now = time.monotonic()
         queued = counts["queuing"] + counts["requeuing"]
         running = counts["preparing"] + counts["running"]
@@ -186,6 +215,7 @@ class ProgressReporter:
             cancelled=cancelled,
             throughput=self._throughput(now, finished),
             rewards={k: RewardStats(v.count, v.total, v.rollouts) for k, v in self._sampler.rewards.items()},
+            first_error=self._first_error,
         )
         self.last = snapshot
         return snapshot
@@ -280,6 +310,10 @@ def render(snapshot: ProgressSnapshot) -> RenderableType:
         str(snapshot.cancelled),
         f"{snapshot.throughput:.1f}",
     )
+    if snapshot.failed and snapshot.first_error:
+        lead = "every rollout failed" if snapshot.all_failed else "first failure"
+        counts.caption = f"{lead}; first error: {snapshot.first_error}"
+        counts.caption_justify = "left"
     if not snapshot.rewards:
         return counts
     rewards = Table(title="mean final reward by resources version (sampled)", title_justify="left")

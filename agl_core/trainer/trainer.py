@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 from agl_core.algorithm.base import Algorithm
 from agl_core.algorithm.fast import FastAlgorithm
 from agl_core.execution import ClientServerExecutionStrategy, ExecutionStrategy
-from agl_core.plugins import get_registry
+from agl_core.plugins import get_registries
 from agl_core.registry import Registry
 from agl_core.runner.base import Runner
 from agl_core.store.base import LightningStore
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from agl_core.adapter.base import Adapter
     from agl_core.client import AgentLightningClient
     from agl_core.litagent import LitAgent
+    from agl_core.program.rollout_hooks import RolloutHooks
     from agl_core.types import Dataset, NamedResources
 
 __all__ = ["Trainer"]
@@ -105,6 +106,8 @@ class Trainer(ParallelWorkerBase):
         daemon: Kept for tracers that take it.
         triplet_exporter: Deprecated alias of ``adapter``.
         hooks: A `Hook` or a sequence of them, called by every runner.
+        rollout_hooks: `RolloutHooks` (or a sequence) run where the store is: before each rollout is
+            enqueued, when one succeeds, when one finally fails; the store is wrapped in a `HookedStore`.
         progress: Show live progress while fitting.
     """
 
@@ -129,6 +132,7 @@ class Trainer(ParallelWorkerBase):
         triplet_exporter: Any = None,
         hooks: Hook | Sequence[Hook] | None = None,
         progress: bool = True,
+        rollout_hooks: RolloutHooks | Sequence[RolloutHooks] | None = None,
     ) -> None:
         if dev:
             warnings.warn(
@@ -171,9 +175,13 @@ class Trainer(ParallelWorkerBase):
         self.tracer: Tracer = self._build_tracer(tracer)
         self.adapter: Adapter[Any, Any] = self._build_adapter(adapter)
         self.algorithm: Algorithm | None = (
-            None if algorithm is None else get_registry("algorithm").create(algorithm)
+            None if algorithm is None else get_registries().algorithm.create(algorithm)
         )
         self.store: LightningStore = self._build_store(store)
+        if rollout_hooks is not None:
+            from agl_core.program.rollout_hooks import with_rollout_hooks
+
+            self.store = with_rollout_hooks(self.store, rollout_hooks)
         self.runner: Runner[Any] = self._build_runner(runner)
         self.llm_proxy: Any = self._build_llm_proxy(llm_proxy)
         self.hooks: tuple[Hook, ...] = self._normalize_hooks(hooks)
@@ -233,7 +241,7 @@ class Trainer(ParallelWorkerBase):
         def default() -> ExecutionStrategy:
             return ClientServerExecutionStrategy(**defaults)
 
-        strategy = _component(get_registry("strategy"), spec, default, defaults)
+        strategy = _component(get_registries().strategy, spec, default, defaults)
         if port is not None and isinstance(strategy, ClientServerExecutionStrategy):
             strategy.server_port = port
         return strategy
@@ -244,12 +252,12 @@ class Trainer(ParallelWorkerBase):
 
             return OtelTracer()
 
-        return _component(get_registry("tracer"), spec, default)
+        return _component(get_registries().tracer, spec, default)
 
     def _build_adapter(self, spec: Any) -> Adapter[Any, Any]:
         from agl_core.adapter.triplet import TracerTraceToTriplet
 
-        registry = get_registry("adapter")
+        registry = get_registries().adapter
         if isinstance(spec, Mapping) and "type" not in spec and "name" not in spec:
             return registry.create(
                 TracerTraceToTriplet, **spec
@@ -262,7 +270,7 @@ class Trainer(ParallelWorkerBase):
 
             return InMemoryLightningStore()
 
-        return _component(get_registry("store"), spec, default)
+        return _component(get_registries().store, spec, default)
 
     def _build_runner(self, spec: Any) -> Runner[Any]:
         defaults = {
@@ -278,7 +286,7 @@ class Trainer(ParallelWorkerBase):
                 tracer=self.tracer, max_rollouts=self.max_rollouts, poll_interval=DEFAULT_RUNNER_POLL_SECONDS
             )
 
-        return _component(get_registry("runner"), spec, default, defaults)
+        return _component(get_registries().runner, spec, default, defaults)
 
     def _build_llm_proxy(self, spec: Any) -> Any:
         if spec is None:

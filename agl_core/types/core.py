@@ -271,13 +271,8 @@ RolloutRawResult = Union[None, float, list["ReadableSpan"], list[Span], list[Spa
 """What an agent's rollout function may return: nothing, a final reward, or the spans it produced."""
 
 
-_LEGACY_NAMES = ("GenericResponse", "RolloutLegacy", "RolloutRawResultLegacy", "Task", "TaskIfAny")
-
-
+# 0.3 defined its v0.1 types here; agl keeps them in types/legacy.py (the table in agl_core._moved03).
 def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3 defined its v0.1 types in this module; agl keeps them in types/legacy.py.
-    if name in _LEGACY_NAMES:
-        from agl_core.types import legacy
+    from agl_core._moved03 import moved_name
 
-        return getattr(legacy, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_name(__name__, name)

@@ -94,12 +94,14 @@ async def test_operation_context_name_is_the_span_name() -> None:
         async with tracer.trace_context("op-test"):
             with OperationContext(name="my-step", attributes={"k": 1}):
                 pass
+            with OperationContext("positional-step", {"k": 2}, True):  # 0.3's (name, attributes, propagate)
+                pass
         names = [span.name for span in tracer.get_last_trace()]
     finally:
         tracer.teardown_worker(0)
-    assert "my-step" in names
-    with pytest.raises(TypeError, match="name="):
-        OperationContext("my-step", {"k": 1})  # type: ignore[arg-type]
+    assert "my-step" in names and "positional-step" in names
+    with pytest.raises(TypeError, match="attributes must be a dict"):
+        OperationContext("my-step", True)
 
 
 def test_span_processor_accepts_the_03_default_and_refuses_what_it_cannot_do() -> None:

@@ -137,12 +137,21 @@ async def noop_runner(store: LightningStore, worker_id: int, event: ExecutionEve
     return None
 
 
-def test_a_store_that_is_not_thread_safe_is_refused_unless_unmanaged(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_store_that_is_not_thread_safe_gets_a_lock_unless_unmanaged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agl_core.store.threading import LightningStoreThreaded
+
     store = InMemoryLightningStore(thread_safe=False)
-    with pytest.raises(ValueError, match="not thread-safe"):
-        SharedMemoryExecutionStrategy(n_runners=2).execute(noop_algorithm, noop_runner, store)
-    SharedMemoryExecutionStrategy(n_runners=2, managed_store=False).execute(
-        noop_algorithm, noop_runner, store
-    )
+    seen: list[LightningStore] = []
+
+    async def algorithm(given: LightningStore, event: ExecutionEvent) -> None:
+        seen.append(given)
+
+    SharedMemoryExecutionStrategy(n_runners=2).execute(algorithm, noop_runner, store)
+    assert isinstance(seen[-1], LightningStoreThreaded) and seen[-1].store is store
+    SharedMemoryExecutionStrategy(n_runners=2, managed_store=False).execute(algorithm, noop_runner, store)
+    assert seen[-1] is store
     monkeypatch.setenv("AGL_MANAGED_STORE", "off")
-    SharedMemoryExecutionStrategy(n_runners=2).execute(noop_algorithm, noop_runner, store)
+    SharedMemoryExecutionStrategy(n_runners=2).execute(algorithm, noop_runner, store)
+    assert seen[-1] is store

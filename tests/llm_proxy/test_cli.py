@@ -70,7 +70,16 @@ def test_serve_proxies_records_into_the_store_and_stops_cleanly_on_sigint(tmp_pa
     asyncio.run(store.close())
     code = "from agl_core.cli.proxy_cmd import proxy_group; proxy_group(prog_name='agl proxy')"
     with FakeOpenAIServer() as backend:
-        args = ["serve", "--backend", f"m={backend.base_url}", "--store", f"sqlite:///{db}", "--port", "0"]
+        args = ["serve", "--backend", f"m={backend.base_url},model=served,max_tokens=8"]
+        args += [
+            "--store",
+            f"sqlite:///{db}",
+            "--port",
+            "0",
+            "--side-call-model",
+            "m",
+            "--strip-volatile-lines",
+        ]
         env = {**os.environ, "AGL_PROXY_TOKEN": "tok"}
         process = subprocess.Popen(
             [sys.executable, "-c", code, *args],
@@ -104,3 +113,5 @@ def test_serve_proxies_records_into_the_store_and_stops_cleanly_on_sigint(tmp_pa
     spans = asyncio.run(reopened.query_spans(started.rollout_id))
     asyncio.run(reopened.close())
     assert len(spans) == 1 and spans[0].attributes["response_token_ids"]
+    assert spans[0].attributes["agl.llm.side_call"] == "m"
+    assert [(r.body["model"], r.body["max_tokens"]) for r in backend.requests] == [("served", 8)]

@@ -1,6 +1,7 @@
 """Build every wheel and sdist (agl-core and each plugin) and check what they hold.
 
-Each distribution carries the MIT LICENSE, its ``py.typed``, project URLs and Python-version classifiers;
+Each distribution carries the MIT LICENSE, its ``py.typed``, the root's project URLs (none while the project
+has no public home) and Python-version classifiers; a long description whose links work on PyPI;
 an sdist holds only its own distribution (agl-core's none of plugins/, tests/, bench/, examples/, .ci);
 no development tool is a published extra; and ``twine check`` accepts every file.
 """
@@ -8,6 +9,7 @@ no development tool is a published extra; and ``twine check`` accepts every file
 from __future__ import annotations
 
 import email
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,17 +18,24 @@ from email.message import Message
 from pathlib import Path
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = [ROOT, *sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml"))]
 PYTHON_VERSIONS = ("3.10", "3.11", "3.12", "3.13")
 DEV_TOOLS = ("ruff", "hatchling", "twine", "mypy")
+RELATIVE_LINK = re.compile(r"\]\((?!https?://|#)([^)\s]+)\)|<img[^>]+src=\"(?!https?://)([^\"]+)\"")
+"""A Markdown link or image (or an HTML image) whose target is not an absolute URL or an anchor."""
 
 pytestmark = pytest.mark.slow
 
 
 def _package_name(project: Path) -> str:
-    return "agl_core" if project == ROOT else project.name.replace("-", "_")
+    if project == ROOT:
+        return "agl_core"
+    if project.name == "agentlightning-agl":  # provides 0.3's import name (a replacement of agentlightning)
+        return "agentlightning"
+    return project.name.replace("-", "_")
 
 
 def _distribution_name(project: Path) -> str:
@@ -86,12 +95,18 @@ def test_wheel_contents_and_metadata(built: dict[str, tuple[Path, Path]], projec
     for version in PYTHON_VERSIONS:
         assert f"Programming Language :: Python :: {version}" in classifiers
     urls = dict(url.split(", ", 1) for url in metadata.get_all("Project-URL") or [])
-    assert {"Homepage", "Repository", "Issues", "Changelog", "Documentation"} <= set(urls), urls
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        assert urls == tomllib.load(f)["project"].get("urls", {})  # the one source (none until real)
     requirements = [
         req.split(";")[0].split(">")[0].split("=")[0].strip()
         for req in metadata.get_all("Requires-Dist") or []
     ]
     assert not [tool for tool in DEV_TOOLS if tool in requirements], requirements
+    description = metadata.get_payload()
+    assert isinstance(description, str) and description.strip(), wheel.name
+    relative = RELATIVE_LINK.findall(description)
+    assert not relative, f"{wheel.name}: links PyPI cannot follow in the long description: {relative}"
+    assert "make demo" not in description, "the long description is for pip users, not for a clone"
 
 
 @pytest.mark.parametrize("project", PROJECTS, ids=_distribution_name)
@@ -101,6 +116,7 @@ def test_sdist_holds_only_its_distribution(built: dict[str, tuple[Path, Path]], 
     top_level = {name.split("/")[0] for name in names}
     package = _package_name(project)
     assert {"LICENSE", "README.md", "pyproject.toml", "PKG-INFO", package} <= top_level, top_level
+    assert "tests" not in top_level  # they need the repository (fixtures, fake servers, examples)
     assert f"{package}/py.typed" in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
     if project == ROOT:
@@ -108,7 +124,7 @@ def test_sdist_holds_only_its_distribution(built: dict[str, tuple[Path, Path]], 
         assert not top_level & {"plugins", "tests", "bench", "examples", ".ci", "docs", "Makefile"}, top_level
     else:
         # hatchling always adds the repository's .gitignore (it names what a build leaves out)
-        allowed = {"LICENSE", "README.md", "pyproject.toml", "PKG-INFO", ".gitignore", package, "tests"}
+        allowed = {"LICENSE", "README.md", "pyproject.toml", "PKG-INFO", ".gitignore", package}
         allowed |= {"requirements-pre.txt", "scripts"}
         assert top_level <= allowed, top_level - allowed
 

@@ -1,13 +1,13 @@
 """The project URLs have one source: the root ``pyproject.toml``; every plugin carries an exact copy.
 
 A plugin's sdist must build alone, so its pyproject holds the table itself; ``tools/sync_project_urls.py``
-writes those copies from the root's, and these tests fail when one drifts.
+writes those copies from the root's (or removes them while the root has none), and these tests fail when
+one drifts or a placeholder URL comes back.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -34,22 +34,30 @@ def _urls(pyproject: Path) -> dict[str, str]:
     return tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"].get("urls", {})
 
 
+PLACEHOLDER_HOSTS = ("github.com/agl-dev/", "example.org", "example.com")
+"""URLs that stand for a home the project does not have (issue 39: all ten wheels carried them)."""
+
+
 def test_every_plugin_has_the_root_project_urls(sync_tool: ModuleType) -> None:
-    root = _urls(ROOT / "pyproject.toml")
-    assert {"Homepage", "Repository", "Issues", "Changelog", "Documentation"} <= set(root), root
     assert PLUGIN_PROJECTS
     stale = sync_tool.stale_plugins(ROOT, write=False)
     assert not stale, f"run `python tools/sync_project_urls.py` (root [project.urls] -> plugins): {stale}"
 
 
-def test_urls_all_point_at_the_repository() -> None:
-    root = _urls(ROOT / "pyproject.toml")
-    repository = root["Repository"].rstrip("/")
-    assert all(url.startswith(repository) for url in root.values()), root
+def test_no_project_url_is_a_placeholder() -> None:
+    for pyproject in (ROOT / "pyproject.toml", *PLUGIN_PROJECTS):
+        urls = _urls(pyproject)
+        assert not [url for url in urls.values() if any(host in url for host in PLACEHOLDER_HOSTS)], pyproject
+        if urls:  # a real home: every link under its repository
+            repository = urls["Repository"].rstrip("/")
+            assert all(url.startswith(repository) for url in urls.values()), (pyproject, urls)
+
+
+ROOT_URLS = '[project.urls]\nHomepage = "https://agl.invalid"\nRepository = "https://agl.invalid/src"\n\n'
 
 
 def test_sync_rewrites_a_stale_copy_and_adds_a_missing_one(sync_tool: ModuleType, tmp_path: Path) -> None:
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "agl-core"\n\n' + ROOT_URLS, encoding="utf-8")
     stale = tmp_path / "plugins" / "agl-stale" / "pyproject.toml"
     missing = tmp_path / "plugins" / "agl-missing" / "pyproject.toml"
     for path in (stale, missing):
@@ -63,9 +71,17 @@ def test_sync_rewrites_a_stale_copy_and_adds_a_missing_one(sync_tool: ModuleType
 
     assert sync_tool.stale_plugins(tmp_path, write=True) == [missing, stale]
 
-    root_urls = _urls(ROOT / "pyproject.toml")
+    root_urls = _urls(tmp_path / "pyproject.toml")
     for path in (stale, missing):
         assert _urls(path) == root_urls
     assert tomllib.loads(stale.read_text())["project"]["entry-points"]["agl"] == {"stale": "agl_stale.hooks"}
     assert tomllib.loads(missing.read_text())["tool"] == {"x": {"y": 1}}
+    assert sync_tool.stale_plugins(tmp_path, write=False) == []
+
+    # the root drops its table: the copies go too, the rest of each file stays
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "agl-core"\n', encoding="utf-8")
+    assert sync_tool.stale_plugins(tmp_path, write=True) == [missing, stale]
+    for path in (stale, missing):
+        assert _urls(path) == {}
+    assert tomllib.loads(stale.read_text())["project"]["entry-points"]["agl"] == {"stale": "agl_stale.hooks"}
     assert sync_tool.stale_plugins(tmp_path, write=False) == []

@@ -7,6 +7,9 @@ provided a command or a store scheme is named where the user meets the miss.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import click
 import pytest
 
@@ -138,7 +141,7 @@ def test_an_unknown_command_names_the_failed_plugin_that_may_provide_it() -> Non
 
 def test_an_unknown_store_scheme_names_the_failed_plugin() -> None:
     with pytest.raises(UnknownComponentError) as caught:
-        _failed_manager().registry("store").open_uri("redis://127.0.0.1:6379")
+        _failed_manager().registry("store").create("redis://127.0.0.1:6379")
     message = str(caught.value)
     assert "No store opens URIs with scheme 'redis'" in message
     assert "Plugin 'redis' (agl-redis) may provide 'redis' but failed to load" in message
@@ -148,3 +151,28 @@ def test_debug_prints_a_failed_plugins_traceback() -> None:
     result = run_cli("--debug", "plugins", "list", manager=_failed_manager())
     assert "Traceback (most recent call last)" in result.output
     assert "Traceback" not in run_cli("plugins", "list", manager=_failed_manager()).output
+
+
+def test_testing_helpers_work_without_pytest_and_the_fixture_names_the_extra() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['pytest'] = None  # as if pytest were not installed\n"
+        "from agl_core.testing import plugin_module, register_plugin\n"
+        "try:\n"
+        "    from agl_core.testing import plugin_manager\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'agl-core[testing]'" in done.stdout
+
+
+def test_install_hints_go_through_the_distributions_own_extras() -> None:
+    from agl_core.registry import declared_install, install_command
+
+    assert declared_install("agl-core", "openai") == "agl-core[openai]"  # an extra, with its pins
+    assert declared_install("agl-core", "pluggy") == "pluggy>=1.5"  # a plain dependency
+    assert declared_install("agl-core", "no-such-package") is None
+    assert declared_install("agl-not-installed", "openai") is None
+    assert install_command("agl-core", ["openai>=1.26 (found 0.1)"]) == "pip install 'agl-core[openai]'"

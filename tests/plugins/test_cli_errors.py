@@ -109,7 +109,9 @@ def test_debug_shows_the_traceback(workdir: Path) -> None:
 
 def _leaf_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     leaves: list[tuple[str, ...]] = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)  # the real command, not the listing's stand-in
         if isinstance(command, click.Group):
             leaves.extend(_leaf_commands(command, (*prefix, name)))
         else:
@@ -134,7 +136,9 @@ def _passes_arguments_through(group: click.Group, path: tuple[str, ...]) -> bool
     command: click.Command = group
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        found = command.get_command(click.Context(command), name)
+        assert found is not None
+        command = found
     return bool(command.context_settings.get("ignore_unknown_options"))
 
 

@@ -164,7 +164,7 @@ def test_the_process_registries_check_their_kinds_base_class() -> None:
     with pytest.raises(ComponentSpecError, match="produced NotBase, which is not a LightningStore"):
         manager.registry("store").create("not-a-store")
     with pytest.raises(ComponentSpecError, match="produced NotBase, which is not a LightningStore"):
-        manager.registry("store").open_uri("notastore://x")
+        manager.registry("store").create("notastore://x")
     with pytest.raises(ComponentSpecError, match="not a LightningStore subclass"):
         manager.registry("store").create(NotBase)
     store = manager.registry("store").create("memory:")
@@ -172,17 +172,17 @@ def test_the_process_registries_check_their_kinds_base_class() -> None:
     assert manager.registry("store").create(store) is store
 
 
-def test_open_uri_uses_from_uri_or_calls_the_factory(registry: Registry[Base]) -> None:
-    assert registry.open_uri("IMPL://x", size=3).uri == "IMPL://x"  # type: ignore[attr-defined]
+def test_a_uri_opens_through_from_uri_or_calls_the_factory(registry: Registry[Base]) -> None:
+    assert registry.create("IMPL://x", size=3).uri == "IMPL://x"  # type: ignore[attr-defined]
     with registry.registering("test", "agl-test"):
         registry.add("plain", lambda uri: Impl(size=len(uri)), schemes=["plain"])
-    assert registry.open_uri("plain:abc").size == 9  # type: ignore[attr-defined]
-    with pytest.raises(ComponentSpecError, match="has no scheme"):
-        registry.open_uri("no-scheme-here")
+    assert registry.create("plain:abc").size == 9  # type: ignore[attr-defined]
+    with pytest.raises(UnknownComponentError, match="Unknown store 'no-scheme-here'"):
+        registry.create("no-scheme-here")
     with pytest.raises(
         UnknownComponentError, match=r"No store opens URIs with scheme 'mongodb'.*pip install agl-mongo"
     ):
-        registry.open_uri("mongodb://localhost")
+        registry.create("mongodb://localhost")
 
 
 def test_uri_scheme_is_the_one_parser() -> None:
@@ -217,4 +217,19 @@ def test_install_hints_are_data_a_plugin_extends() -> None:
     with stores.registering("family", "agl-family"):
         stores.add_install_hint("redis", "agl-redis", schemes=["redis", "rediss"])
     with pytest.raises(UnknownComponentError, match="comes from agl-redis: pip install agl-redis"):
-        stores.open_uri("rediss://h")
+        stores.create("rediss://h")
+
+
+def test_registries_are_typed_attributes_one_per_kind() -> None:
+    import dataclasses
+
+    from agl_core.plugins import PluginManager
+    from agl_core.registry import COMPONENT_KINDS
+
+    manager = PluginManager(strict=False)
+    registries = manager.registries
+    assert tuple(f.name for f in dataclasses.fields(registries)) == COMPONENT_KINDS
+    assert [r.kind for r in registries.all()] == list(COMPONENT_KINDS)
+    assert registries.store is manager.registry("store") and "sqlite" in registries.store
+    with pytest.raises(ValueError, match="Unknown component kind 'stores'"):
+        manager.registry("stores")

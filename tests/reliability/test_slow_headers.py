@@ -42,7 +42,7 @@ def test_slow_header_sockets_are_closed() -> None:
             open_sockets = {i for i in open_sockets if not _closed_by_server(sockets[i])}
             time.sleep(0.1)
         waited = time.monotonic() - started
-        swept = server.server.header_sweeper.closed if server.server is not None else -1
+        swept = server.server.connections.closed_slow if server.server is not None else -1
         for sock in sockets:
             sock.close()
     report(

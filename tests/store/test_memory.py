@@ -1,8 +1,8 @@
 """Behaviour specific to `InMemoryLightningStore` (the shared contract is in test_conformance.py).
 
 Covers: opening through the registry, use from many threads and event loops, snapshots that later
-updates never change, waiters woken across threads, lazily skipped stale queue entries, and the
-allocation-free model builders the store relies on.
+updates never change, waiters woken across threads, lazily skipped stale queue entries, and stored
+snapshots that equal validated models.
 """
 
 from __future__ import annotations
@@ -28,14 +28,10 @@ from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.clock import FakeClock
 from agl_core.testing.store_conformance import make_span, run_in_threads
 from agl_core.types import (
-    Attempt,
     AttemptedRollout,
     EnqueueRolloutRequest,
-    Rollout,
     RolloutConfig,
-    Worker,
 )
-from agl_core.utils.model_slots import build, replace
 
 BOUND = 10.0  # seconds: upper bound of every wait in this module (they finish in milliseconds)
 
@@ -376,55 +372,14 @@ async def test_wait_rejects_malformed_ids(store: InMemoryLightningStore, rollout
         await store.wait_for_rollouts(rollout_ids=rollout_ids, timeout=0)
 
 
-# ------------------------------------------------------------------------------------- model builders
+# ------------------------------------------------------------------------------------- snapshots
 
 
-def test_built_snapshots_equal_validated_models() -> None:
-    config = build(
-        RolloutConfig,
-        {"timeout_seconds": 5.0, "unresponsive_seconds": None, "max_attempts": 2, "retry_condition": []},
-    )
-    values = {
-        "rollout_id": "ro-1",
-        "input": {"q": 1},
-        "start_time": 1.0,
-        "end_time": None,
-        "mode": "train",
-        "resources_id": None,
-        "status": "queuing",
-        "config": config,
-        "metadata": None,
-    }
-    rollout = build(Rollout, dict(values))
-    assert rollout == Rollout.model_validate(values)
-    assert Rollout.model_validate_json(rollout.model_dump_json()) == rollout
-    attempt = build(
-        Attempt,
-        {
-            "rollout_id": "ro-1",
-            "attempt_id": "at-1",
-            "sequence_id": 1,
-            "start_time": 2.0,
-            "end_time": None,
-            "status": "preparing",
-            "worker_id": None,
-            "last_heartbeat_time": None,
-            "metadata": None,
-        },
-    )
-    joined = build(AttemptedRollout, {**rollout.__dict__, "attempt": attempt})
-    assert joined == AttemptedRollout.model_validate({**values, "attempt": attempt.model_dump()})
-    assert joined.model_dump(exclude_unset=True) == joined.model_dump()
-
-
-def test_replace_copies_and_keeps_the_original_intact() -> None:
-    worker = Worker(worker_id="w", status="idle")  # validated: only two fields explicitly set
-    busy = replace(worker, {"status": "busy", "current_rollout_id": "ro-1"})
-    assert busy == worker.model_copy(update={"status": "busy", "current_rollout_id": "ro-1"})
-    assert busy.model_fields_set == {"worker_id", "status", "current_rollout_id"}
-    assert worker.status == "idle" and worker.model_fields_set == {"worker_id", "status"}
-    rollout = build(Rollout, {**Rollout(rollout_id="ro-1", input=None, start_time=0.0).__dict__})
-    changed = replace(rollout, {"status": "running"})
-    changed.metadata = {"assigned": True}  # attribute assignment on one snapshot...
-    assert rollout.metadata is None and rollout.status == "queuing"  # ...never reaches another
-    assert rollout.model_fields_set == set(Rollout.model_fields)
+async def test_stored_snapshots_equal_validated_models() -> None:
+    store = InMemoryLightningStore()
+    await store.enqueue_rollout({"q": 1}, config={"timeout_seconds": 5.0, "max_attempts": 2})
+    claimed = await store.dequeue_rollout(worker_id="w")
+    assert claimed is not None
+    for model in (claimed, claimed.attempt, claimed.config, await store.get_worker_by_id("w")):
+        assert model is not None
+        assert type(model).model_validate_json(model.model_dump_json()) == model

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import pytest
@@ -101,3 +102,23 @@ def test_fit_reports_progress_unless_disabled(progress: bool, capsys: pytest.Cap
         assert "succeeded 5" in out.splitlines()[-1]
     else:
         assert "[agl]" not in out
+
+
+def test_an_agent_that_fails_every_rollout_says_so_with_the_first_error() -> None:
+    @agl.rollout
+    def broken_agent(task: dict) -> float:
+        raise ValueError(f"no model configured for task {task['n']}")
+
+    store = InMemoryLightningStore()
+    trainer = agl.Trainer(n_runners=1, store=store, strategy="shm", progress=False)
+    trainer.dev(broken_agent, [{"n": n} for n in range(3)])
+    stream = io.StringIO()
+    reporter = ProgressReporter(store, stream=stream, live=False)
+    snapshot = asyncio.run(reporter.poll())
+    assert (snapshot.succeeded, snapshot.failed) == (0, 3) and snapshot.all_failed
+    assert snapshot.first_error is not None
+    assert snapshot.first_error.startswith("ro-")
+    assert "ValueError: no model configured for task" in snapshot.first_error
+    assert "every rollout failed; first error: ro-" in snapshot.line()
+    asyncio.run(reporter.stop())
+    assert "every rollout failed; first error:" in stream.getvalue()

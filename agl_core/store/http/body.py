@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import zlib
+from collections.abc import Awaitable
 
 from aiohttp import web
 
 from agl_core.store.errors import InvalidRequestError
+from agl_core.store.http.connections import CONNECTIONS, ConnectionTracker
 from agl_core.store.http.errors import PayloadTooLargeError, UnsupportedMediaTypeError
 
 __all__ = ["CONTENT_ENCODINGS", "inflate_body", "read_body"]
@@ -28,6 +30,7 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes:
         UnsupportedMediaTypeError: another ``Content-Encoding`` (HTTP 415).
         PayloadTooLargeError: the body, or its inflated form, exceeds ``max_body_bytes`` (HTTP 413).
         InvalidRequestError: the body cannot be read or inflated (HTTP 400).
+        web.HTTPRequestTimeout: the body did not arrive within the server's ``body_timeout`` (HTTP 408).
     """
     encoding = request.headers.get("Content-Encoding")
     if encoding is not None and encoding.strip().lower() not in CONTENT_ENCODINGS:
@@ -40,15 +43,18 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes:
             f"Request body of {length} bytes exceeds the server's limit of {max_body_bytes} bytes; "
             "send smaller batches (or raise --max-body-bytes)."
         )
+    tracker = request.config_dict.get(CONNECTIONS)
     try:
         if length is not None:
             # Fast path: a small body has usually arrived with the headers.
             content = request.content
             data = content.read_nowait(length)
             if len(data) < length:
-                data += await content.readexactly(length - len(data))
+                data += await _within(content.readexactly(length - len(data)), tracker)
         else:
-            data = await request.read()
+            data = await _within(request.read(), tracker)
+        if tracker is not None:
+            tracker.body_received(request)
         return inflate_body(data, encoding, max_body_bytes) if encoding is not None else data
     except web.HTTPRequestEntityTooLarge:
         raise PayloadTooLargeError(
@@ -58,6 +64,21 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes:
     except (web.RequestPayloadError, asyncio.IncompleteReadError) as exc:
         error = InvalidRequestError(f"The request body could not be read: {' '.join(str(exc).split())}.")
         error.close_connection = True  # type: ignore[attr-defined]  # the parser cannot go on
+        raise error from None
+
+
+async def _within(read: Awaitable[bytes], tracker: ConnectionTracker | None) -> bytes:
+    """`read`, bounded by the server's ``body_timeout`` (408 and a closed connection beyond it)."""
+    if tracker is None:
+        return await read
+    try:
+        return await asyncio.wait_for(read, tracker.body_timeout)
+    except asyncio.TimeoutError:
+        error = web.HTTPRequestTimeout(
+            reason=f"The request body did not arrive within {tracker.body_timeout:g} s; send it at once "
+            "(the server closes connections whose body trickles in)."
+        )
+        error.close_connection = True  # type: ignore[attr-defined]
         raise error from None
 
 

@@ -269,6 +269,16 @@ class LightningStoreClient(LightningStore):
         """``{url}/v1/traces``: point an OTLP/HTTP span exporter here."""
         return self.url + OTLP_TRACES_PATH
 
+    @property
+    def server_address(self) -> str:
+        """Agent Lightning 0.3's name of the store API's base URL, ``{url}/v1/agl``."""
+        return self.url + API_PREFIX
+
+    @property
+    def server_address_root(self) -> str:
+        """Agent Lightning 0.3's name of `url` (the server's root, no path)."""
+        return self.url
+
     # ------------------------------------------------------------------------------ transport
 
     async def close(self) -> None:

@@ -7,19 +7,18 @@ cannot change the store (see docs/store-http.md, "Browser safety"):
   loopback host (DNS rebinding); other names are allowed with ``allowed_hosts``.
 * **Origin**: a request carrying an ``Origin`` that is neither the server itself nor an allowed
   CORS origin is refused (403); the health checks answer any origin.
-* **Content-Type**: mutating requests (POST, PUT, PATCH, DELETE) must be ``application/json``
-  (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a page can send
-  without a preflight -- gets 415.
+* **Content-Type**: mutating requests (POST, PUT, PATCH, DELETE) with a body must be
+  ``application/json`` (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a
+  page can send without a preflight -- gets 415. One without a body passes whatever its type (0.3
+  clients send a bare dequeue); a page's request carries an ``Origin`` and meets the Origin rule.
 * **Content-Encoding**: only ``gzip``, ``deflate`` and ``identity``; others get a JSON 415.
 
-`SlowHeaderSweeper` closes connections that have not sent a complete request head within a
-timeout (aiohttp itself waits for the first request forever), so slow-header sockets cannot pile up.
+`ErrorLogLimiter` keeps repeated failures from flooding the log. Slow and many clients are bounded
+by `agl_core.store.http.connections.ConnectionTracker`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -27,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-__all__ = ["ErrorLogLimiter", "RequestGuard", "SlowHeaderSweeper"]
+__all__ = ["ErrorLogLimiter", "RequestGuard"]
 
 _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -77,7 +76,6 @@ class RequestGuard:
         self._hosts = frozenset(_LOOPBACK_HOSTS | extra | {bind_host.lower()})
         self._origin_allowed = origin_allowed
         self._accepted_host_headers: set[str] = set()  # raw Host values that passed (bounded)
-        self.sweeper: SlowHeaderSweeper | None = None
 
     def guarded(self, handler: Handler) -> Handler:
         """`handler` behind the guard: a refused request gets the refusal, others run `handler`."""
@@ -90,9 +88,7 @@ class RequestGuard:
         return guarded_handler
 
     def screen(self, request: web.Request) -> web.Response | None:
-        """Note that a request head arrived (for the sweeper); the refusal for `request`, or None."""
-        if self.sweeper is not None:
-            self.sweeper.note(request)
+        """The refusal for `request`, or None when it may go on."""
         return self.check(request)
 
     def check(self, request: web.Request) -> web.Response | None:
@@ -149,7 +145,9 @@ class RequestGuard:
         if request.method in _MUTATING:
             ctype = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
             allowed = _OTLP_TYPES if request.path.endswith(_OTLP_PATH_SUFFIX) else _JSON_TYPES
-            if ctype not in allowed:
+            # an empty body (a 0.3 client's bare dequeue) carries nothing to forge; the Origin rule holds
+            has_body = bool(request.content_length) or "Transfer-Encoding" in request.headers
+            if ctype not in allowed and has_body:
                 return _error(
                     415,
                     "UnsupportedMediaTypeError",
@@ -174,72 +172,29 @@ class ErrorLogLimiter:
         self.window = window
         self._seen: dict[tuple[str, str], tuple[float, int]] = {}
 
-    def error(self, key: tuple[str, str], message: str, *args: Any, exc_info: BaseException) -> None:
+    def error(self, key: tuple[str, str], message: str, *args: Any, exc_info: BaseException | None) -> None:
         """Log `message` with its traceback, unless the same `key` was logged within the window."""
+        self.log(logging.ERROR, key, message, *args, exc_info=exc_info)
+
+    def log(
+        self,
+        level: int,
+        key: tuple[str, str],
+        message: str,
+        *args: Any,
+        exc_info: BaseException | None = None,
+    ) -> None:
+        """Log `message` at `level`, unless the same `key` was logged within the window (then count it)."""
         now = time.monotonic()
         last, suppressed = self._seen.get(key, (float("-inf"), 0))
         if now - last < self.window:
             self._seen[key] = (last, suppressed + 1)
             return
         if suppressed:
-            self._logger.error(
-                "%d more %s errors in the last %.0f s (not logged)", suppressed, key[0], now - last
+            self._logger.log(
+                level, "%d more %s errors in the last %.0f s (not logged)", suppressed, key[0], now - last
             )
         if len(self._seen) > 1024:
             self._seen.clear()
         self._seen[key] = (now, 0)
-        self._logger.error(message, *args, exc_info=exc_info)
-
-
-class SlowHeaderSweeper:
-    """Closes connections whose first request head has not arrived within `timeout` seconds.
-
-    Args:
-        timeout: Seconds a new connection gets to send a complete request head.
-    """
-
-    def __init__(self, timeout: float) -> None:
-        if timeout <= 0:
-            raise ValueError(f"header timeout must be > 0 seconds, got {timeout}.")
-        self.timeout = timeout
-        self.closed = 0
-        """How many connections were closed for sending their request head too slowly."""
-        self._seen: set[Any] = set()
-        self._first_seen: dict[Any, float] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    def note(self, request: web.Request) -> None:
-        """A request head arrived on this connection: it is not a slow-header one."""
-        self._seen.add(request.protocol)
-
-    def start(self, server: web.Server) -> None:
-        """Start sweeping the connections of `server` (on the running loop)."""
-        self._task = asyncio.get_running_loop().create_task(self._run(server))
-
-    async def stop(self) -> None:
-        """Stop sweeping."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._seen.clear()
-        self._first_seen.clear()
-
-    async def _run(self, server: web.Server) -> None:
-        interval = min(1.0, self.timeout / 4)
-        while True:
-            await asyncio.sleep(interval)
-            self.sweep(server.connections, time.monotonic())
-
-    def sweep(self, connections: list[Any], now: float) -> None:
-        """Close the connections that have waited longer than the timeout without a request head."""
-        current = set(connections)
-        self._seen &= current
-        self._first_seen = {c: t for c, t in self._first_seen.items() if c in current}
-        for connection in current - self._seen:
-            first = self._first_seen.setdefault(connection, now)
-            if now - first >= self.timeout:
-                connection.force_close()
-                self.closed += 1
-                self._first_seen.pop(connection, None)
+        self._logger.log(level, message, *args, exc_info=exc_info)

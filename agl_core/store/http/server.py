@@ -31,16 +31,26 @@ from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.store.http._legacy_options import legacy_server_options
+from agl_core.store.http.connections import CONNECTIONS, ConnectionTracker
 from agl_core.store.http.errors import error_payload, status_for_exception
-from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard, SlowHeaderSweeper
+from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
 from agl_core.store.http.routes import ROUTES, Route
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_WAIT_SECONDS", "LightningStoreServer"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT_SECONDS",
+    "DEFAULT_HEADER_TIMEOUT_SECONDS",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_WAIT_SECONDS",
+    "LightningStoreServer",
+]
 
 DEFAULT_HEADER_TIMEOUT_SECONDS = 30.0
-"""Seconds a new connection gets to send its first request head (see `guard.SlowHeaderSweeper`)."""
+"""Seconds a connection gets to send a request head, first or later (see `connections.ConnectionTracker`)."""
+
+DEFAULT_BODY_TIMEOUT_SECONDS = 60.0
+"""Seconds a request gets to send its whole body once its head has arrived (then 408)."""
 
 logger = logging.getLogger(__name__)
 
@@ -79,8 +89,12 @@ class LightningStoreServer(DelegatingLightningStore):
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
         allowed_hosts: Host header names accepted besides the loopback ones when bound to loopback
             (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
-        header_timeout: Seconds a new connection gets to send its first request head before it is
-            closed (slow-header sockets cannot pile up).
+        header_timeout: Seconds a connection gets to send a complete request head (the first and each
+            later one on a kept-alive connection) before it is closed.
+        body_timeout: Seconds a request gets to send its whole body once its head arrived; then 408
+            and the connection is closed.
+        max_connections: Most open connections; beyond it the connection that waited longest for its
+            request is closed (one log line a minute says so). None: the open-file limit less 64.
         cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
             arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
     """
@@ -99,6 +113,8 @@ class LightningStoreServer(DelegatingLightningStore):
         shutdown_timeout: float = 10.0,
         allowed_hosts: Sequence[str] | None = None,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT_SECONDS,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT_SECONDS,
+        max_connections: int | None = None,
         cors_allow_origins: Sequence[str] | str | None = None,
         launch_mode: str | None = None,
         launcher_args: object = None,
@@ -132,7 +148,13 @@ class LightningStoreServer(DelegatingLightningStore):
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
         self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
-        self._guard.sweeper = self.header_sweeper = SlowHeaderSweeper(header_timeout)
+        self.connections = ConnectionTracker(
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            max_connections=max_connections,
+            logger=logger,
+        )
+        """The connection bounds: slow heads and bodies, the connection cap (counts ``closed_*``)."""
         self._error_log = ErrorLogLimiter(logger)
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
@@ -165,6 +187,7 @@ class LightningStoreServer(DelegatingLightningStore):
     def _build_app(self) -> web.Application:
         # No middlewares (see the module docstring): the dashboard and the fallback get the guard too.
         app = web.Application(client_max_size=self.max_body_bytes)
+        app[CONNECTIONS] = self.connections
         guarded = self._guard.guarded
         for route in ROUTES:
             app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
@@ -313,7 +336,7 @@ class LightningStoreServer(DelegatingLightningStore):
         return self._cors_all or (self._cors_origins is not None and origin.rstrip("/") in self._cors_origins)
 
     def _preflight(self, request: web.Request, allowed: list[str]) -> web.Response:
-        response = web.Response(status=204)
+        response = web.Response(status=200)  # as Agent Lightning 0.3 (Starlette's CORS) answered
         origin = request.headers.get("Origin", "")
         if origin and self._origin_allowed(origin) and allowed:
             response.headers["Access-Control-Allow-Methods"] = ", ".join([*allowed, "OPTIONS"])
@@ -352,10 +375,13 @@ class LightningStoreServer(DelegatingLightningStore):
             auto_decompress=False,  # bodies are inflated by the handlers: every encoding error is JSON
         )
         await runner.setup()
+        if runner.server is not None:
+            self.connections.attach(runner.server)
         site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True, backlog=1024)
         try:
             await site.start()
         except OSError as exc:
+            await self.connections.stop()
             await runner.cleanup()
             raise OSError(
                 exc.errno,
@@ -363,8 +389,6 @@ class LightningStoreServer(DelegatingLightningStore):
                 "running there? Pick another --port (or 0 for a free one).",
             ) from exc
         self._runner = runner
-        if runner.server is not None:
-            self.header_sweeper.start(runner.server)
         self._stopped.clear()
         self.api.stopping.clear()
         addresses = runner.addresses
@@ -380,7 +404,7 @@ class LightningStoreServer(DelegatingLightningStore):
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        await self.header_sweeper.stop()
+        await self.connections.stop()
         await runner.cleanup()
         self._stopped.set()
         logger.info("LightningStore API on %s stopped", self.endpoint)

@@ -23,7 +23,6 @@ from agl_core.types.status import (
     WorkerStatus,
 )
 from agl_core.types.unset import UNSET
-from agl_core.utils.model_slots import build
 
 if TYPE_CHECKING:
     pass
@@ -393,19 +392,15 @@ def copy_metadata(name: str, value: object) -> dict[str, Any] | None:
 def copy_config(config: object) -> RolloutConfig:
     """A private `RolloutConfig`: a fresh default for None, a copy of an instance, or a validated mapping."""
     if config is None:
-        return build(
-            RolloutConfig,
-            {"timeout_seconds": None, "unresponsive_seconds": None, "max_attempts": 1, "retry_condition": []},
+        return RolloutConfig.model_construct(
+            timeout_seconds=None, unresponsive_seconds=None, max_attempts=1, retry_condition=[]
         )
     if isinstance(config, RolloutConfig):
-        return build(
-            RolloutConfig,
-            {
-                "timeout_seconds": config.timeout_seconds,
-                "unresponsive_seconds": config.unresponsive_seconds,
-                "max_attempts": config.max_attempts,
-                "retry_condition": list(config.retry_condition),
-            },
+        return RolloutConfig.model_construct(
+            timeout_seconds=config.timeout_seconds,
+            unresponsive_seconds=config.unresponsive_seconds,
+            max_attempts=config.max_attempts,
+            retry_condition=list(config.retry_condition),
         )
     if isinstance(config, Mapping):
         try:

@@ -13,7 +13,6 @@ from agl_core.store.errors import (
 )
 from agl_core.store.logic.checks import check_int_bound, validate_sort_order
 from agl_core.types import PaginatedResult
-from agl_core.utils.model_slots import build
 
 if TYPE_CHECKING:
     pass
@@ -142,7 +141,6 @@ def paginate(items: Sequence[T], limit: int, offset: int) -> PaginatedResult[T]:
 def page_result(items: list[T], limit: int, offset: int, total: int) -> PaginatedResult[T]:
     """A `PaginatedResult` of items a store already holds as valid models (`items` is taken over).
 
-    Skips pydantic's validation of the page, which took about twice as long as building it (4 us for
-    a page of 20 spans): stores build their pages from their own valid objects.
+    Skips pydantic's validation of the page: stores build their pages from their own valid objects.
     """
-    return build(PaginatedResult, {"items": items, "limit": limit, "offset": offset, "total": total})
+    return PaginatedResult.model_construct(items=items, limit=limit, offset=offset, total=total)

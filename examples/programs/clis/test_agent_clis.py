@@ -1,4 +1,4 @@
-"""Claude Code and the Codex CLI, as shipped on npm, through the agl LLM proxy to the local fake model.
+"""Claude Code, the Codex CLI (npm) and ``llm`` (PyPI), as shipped, through the LLM proxy to a fake model.
 
 Each CLI runs headless with its default settings except the base URL (and, for Codex, a model
 provider naming the proxy's Responses endpoint), once with a plain task and once with a task that makes
@@ -33,11 +33,14 @@ from agl_core.testing.agent_clis import (
     codex_command,
     codex_env,
     install_agent_clis,
+    install_python_clis,
+    llm_env,
 )
 from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall, render_chat_prompt
 
 HERE = Path(__file__).resolve().parent
 PREFIX = HERE.parents[2] / ".agl" / "npm"
+PYTHON_CLIS = HERE.parents[2] / ".agl" / "python-clis"
 RUN_TIMEOUT_S = 240.0
 TOOL_TASK = "TOOLTASK: print the word hello-from-the-tool with a shell command"
 PLAIN_TASK = "Say hello."
@@ -72,12 +75,22 @@ def model(request: dict[str, Any]) -> Reply:
     if "Bash" in tools:  # Claude Code
         arguments = {"command": "echo hello-from-the-tool", "description": "Print a word"}
         return Reply(tool_calls=[ToolCall("Bash", arguments)])
+    if "multiply" in tools:  # llm, with the Python function the test gives it
+        return Reply(tool_calls=[ToolCall("multiply", {"x": 6, "y": 7})])
     if "functions__exec" in tools:  # Codex: its namespaced free-form `exec` tool runs JavaScript
         code = (
             'const r = await tools.exec_command({cmd: "echo hello-from-the-tool"}); text(JSON.stringify(r));'
         )
         return Reply(tool_calls=[ToolCall("functions__exec", {"input": code})])
     raise AssertionError(f"no known shell tool among {sorted(tools)}")
+
+
+@pytest.fixture(scope="module")
+def python_clis() -> Path:
+    return install_python_clis(HERE / "requirements.txt", PYTHON_CLIS)
+
+
+MULTIPLY = 'def multiply(x: int, y: int) -> int:\n    "Multiply two integers."\n    return x * y\n'
 
 
 @dataclass
@@ -93,6 +106,7 @@ class Run:
     triplets: int
     doctor_errors: list[str]
     doctor_codes: list[str]
+    default_doctor_codes: list[str]
     output_tail: str
 
 
@@ -156,6 +170,7 @@ async def _run(
         if prompt_ids == expected and response_ids and rig.fake.tokenizer.decode(response_ids):
             exact += 1
     doctor = await diagnose_rollout(rig.store, attempted.rollout_id, adapter="proxy-triplet")
+    default = await diagnose_rollout(rig.store, attempted.rollout_id)  # `agl doctor`'s default adapter
     return Run(
         harness,
         "tool" if task == TOOL_TASK else "plain",
@@ -166,6 +181,7 @@ async def _run(
         len(doctor.report.triplets),
         [p.code for p in doctor.report.problems if p.severity == "error"],
         doctor.report.codes(),
+        default.report.codes(),
         output.decode(errors="replace")[-1500:],
     )
 
@@ -224,3 +240,48 @@ async def test_codex_records_every_call_with_exact_token_ids(
     if task == TOOL_TASK:
         made = [r for r in rig.fake.requests if r.path.endswith("/chat/completions")]
         assert "hello-from-the-tool" in json.dumps(made[-1].body["messages"][-1])
+
+
+@pytest.mark.parametrize("task", [PLAIN_TASK, TOOL_TASK])
+async def test_llm_records_every_call_with_exact_token_ids(
+    python_clis: Path, rig: Rig, tmp_path: Path, task: str
+) -> None:
+    tools = ["--functions", MULTIPLY] if task == TOOL_TASK else []
+    run = await _run(
+        rig,
+        "llm",
+        task,
+        lambda t: [str(python_clis / "llm"), "-m", "gpt-4o-mini", *tools, t],
+        lambda urls: llm_env(tmp_path / "home", urls["OPENAI_BASE_URL"]),
+        tmp_path,
+    )
+    _check(run, TOOL_REPLY if task == TOOL_TASK else PLAIN_REPLY)
+    if task == TOOL_TASK:  # the function ran and its result went back to the model
+        made = [r for r in rig.fake.requests if r.path.endswith("/chat/completions")]
+        assert made[-1].body["messages"][-1] | {"tool_call_id": None} == {
+            "role": "tool",
+            "tool_call_id": None,
+            "content": "42",
+        }
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+async def test_the_cli_behaves_the_same_straight_to_the_model_server(
+    clis: Path, rig: Rig, tmp_path: Path, harness: str
+) -> None:
+    """Baseline: the same tool task against the fake model directly makes the same calls, same answer."""
+    base = rig.fake.base_url
+    if harness == "claude-code":
+        argv = [*claude_command(clis), "-p", TOOL_TASK, "--output-format", "json", "--allowedTools", "Bash"]
+        env = claude_env(tmp_path / "direct", base.removesuffix("/v1"))
+    else:
+        argv = [*codex_command(clis), "exec", "--skip-git-repo-check", TOOL_TASK]
+        env = codex_env(tmp_path / "direct", base)
+    before = len(rig.fake.requests)
+    done = await asyncio.create_subprocess_exec(
+        *argv, cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE
+    )
+    output, _ = await asyncio.wait_for(done.communicate(), RUN_TIMEOUT_S)
+    direct = [r.path for r in rig.fake.requests[before:]]
+    assert done.returncode == 0 and TOOL_REPLY in output.decode(errors="replace")
+    assert len(direct) == 2 and all(path.endswith(("/messages", "/responses")) for path in direct)

@@ -21,5 +21,5 @@ def agl_register_algorithms(registry: Registry[Any]) -> None:
         "apo",
         "agl_apo.algorithm:APO",
         summary="Automatic prompt optimization: textual gradients + beam search on any OpenAI-compatible API",
-        requires=["openai>=1.26", "matplotlib>=3.7", "rich>=13"],
+        requires=["openai>=1.26", "rich>=13"],
     )

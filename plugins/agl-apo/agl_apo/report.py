@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,8 @@ class APOReport:
 
     run_dir: Path
     best_prompt: Path
-    plot: Path
+    plot: Path | None
+    """The score plot; None when matplotlib is not installed (``pip install 'agl-apo[plots]'``)."""
     state: Path
 
 
@@ -118,11 +120,12 @@ def plot_scores(state: APORunState, path: Path) -> Path:
 def write_report(
     state: APORunState, run_dir: Path, *, console: Console | None = None, usage: Any = None
 ) -> APOReport:
-    """Write ``best_prompt.txt``, ``scores.png`` and ``run_state.json`` to ``run_dir``; print the beam."""
+    """Write ``best_prompt.txt``, ``scores.png`` (``plots`` extra) and ``run_state.json``; print the beam."""
     run_dir.mkdir(parents=True, exist_ok=True)
     best_path = run_dir / BEST_PROMPT_FILE
     best_path.write_text(state.best.template + "\n", encoding="utf-8")
-    plot_path = plot_scores(state, run_dir / PLOT_FILE)
+    has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+    plot_path = plot_scores(state, run_dir / PLOT_FILE) if has_matplotlib else None
     state_path = run_dir / STATE_FILE
     payload = json.loads(state.model_dump_json())
     if usage is not None:
@@ -135,5 +138,6 @@ def write_report(
             f"Best prompt {state.best_version} (full-val {_fmt(state.best_score)}, seed "
             f"{_fmt(seed.full_val_score if seed else None)}) written to {best_path}"
         )
-        console.print(f"Score plot: {plot_path}   run state: {state_path}")
+        plot_note = plot_path or "not drawn (pip install 'agl-apo[plots]' for it)"
+        console.print(f"Score plot: {plot_note}   run state: {state_path}")
     return APOReport(run_dir=run_dir, best_prompt=best_path, plot=plot_path, state=state_path)

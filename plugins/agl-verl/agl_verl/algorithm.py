@@ -1,27 +1,34 @@
-"""``VERL``: agl's store-fed rollouts driving verl's PPO/GRPO update on Ray (GPU path).
+"""``VERL``: agl's store-fed rollouts driving verl's PPO/GRPO update on Ray.
 
 What runs where: the agl trainer calls :meth:`VERL.run` on its event loop, which owns the store and the
 LLM proxy. The verl driver (``AglPPOTrainer``, a ``RayPPOTrainer``) runs in a worker thread and talks to
 the FSDP/vLLM Ray workers by RPC; for each batch it asks the event loop (thread-safe) to enqueue the
 tasks and wait for the agents' rollouts, which reach vLLM through the proxy so token ids are recorded.
+Per step: rollouts → ``DataProto`` → actor log-probs → advantages → actor update → weight sync into vLLM.
 
-CPU-verified (plugin tests, real verl 0.9.1): the config tree (:func:`~agl_verl.update.compose_verl_config`),
-batch building (:mod:`agl_verl.data`) and advantages (:func:`~agl_verl.update.prepare_for_update`).
-**Not exercised on a GPU yet:** everything in ``AglPPOTrainer`` below (worker start-up, vLLM server
-addresses, log-prob/update RPCs, weight sync); it follows verl 0.9.1's ``main_ppo_v0.TaskRunner`` and
-``RayPPOTrainer.fit`` as read from the installed source.
+Trainer path: verl 0.9 has two, the legacy ``RayPPOTrainer`` (``main_ppo_v0``, marked deprecated) and
+the V1 ``PPOTrainer`` (``trainer.use_v1``, the default of ``main_ppo``), which moves every batch through
+TransferQueue and takes generation from an ``AgentLoopManager`` that writes its samples into it. V1 is
+where verl is going. agl-verl drives the legacy path for now because agl owns the rollout loop: the
+store's rollouts become one ``DataProto`` that ``RayPPOTrainer``'s step methods (``_compute_old_log_prob``,
+``_update_actor``) take as they are, in agl's process, with agl's event loop at hand. The V1 port is an
+``agent_loop_manager_class`` that runs the agl rollouts of a dataloader batch and puts each sample into
+TransferQueue under verl's ``{uid}_{session}_{index}`` keys; it is not written yet, and the legacy path is
+what ran (on CPU, ``make test-verl``; see the plugin README for what has and has not run on a GPU).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from agl_core.algorithm import Algorithm
 from agl_core.types import RolloutMode
-from agl_verl.config import VerlConfig
+from agl_verl.config import VerlConfig, cpu_environment
 from agl_verl.data import BatchCollector, CollectedBatch, build_data_proto
 
 __all__ = ["VERL", "RolloutBridge"]
@@ -76,7 +83,11 @@ class RolloutBridge:
         )
         update = await self.collector.store.add_resources({"main_llm": resource})
         handles = await self.collector.enqueue(tasks, mode=mode, n=n, resources_id=update.resources_id)
-        return await self.collector.collect(handles, timeout=self.timeout)
+        return await self.collector.collect(handles, timeout=self.timeout, flush=self._flush_proxy)
+
+    async def _flush_proxy(self) -> None:
+        if not await self.proxy.flush(timeout=60.0):
+            logger.warning("The LLM proxy did not write all spans within 60 s; some calls may be missing.")
 
 
 class VERL(Algorithm):
@@ -93,6 +104,8 @@ class VERL(Algorithm):
     def __init__(self, config: VerlConfig | Mapping[str, Any]) -> None:
         super().__init__()
         self.config = config if isinstance(config, VerlConfig) else VerlConfig(**dict(config))
+        self.history: list[dict[str, float]] = []
+        """Metrics of every logged step, in order (``{"step": n, ...}``), as sent to verl's loggers."""
 
     async def run(self, train_dataset: Any = None, val_dataset: Any = None) -> None:
         """Start Ray and verl's workers, then train; returns when ``total_training_steps`` are done.
@@ -122,7 +135,7 @@ class VERL(Algorithm):
         tasks = [train_dataset[i] for i in range(len(train_dataset))]
         val_tasks = [val_dataset[i] for i in range(len(val_dataset))] if val_dataset is not None else []
         try:
-            await asyncio.to_thread(_train_blocking, self.config, bridge, tasks, val_tasks)
+            await asyncio.to_thread(_train_blocking, self.config, bridge, tasks, val_tasks, self.history)
         finally:
             if started:
                 await proxy.stop()
@@ -149,28 +162,75 @@ class VERL(Algorithm):
         return proxy, True
 
 
+def _use_cpu_platform() -> None:
+    """Make this process and its Ray workers load agl's CPU platform for verl (``cpu_platform=True``).
+
+    Sets the variables of :func:`~agl_verl.config.cpu_environment` in ``os.environ`` (the Ray workers
+    started from here inherit them) and replaces verl's platform if this process already picked one.
+    """
+    os.environ.update(cpu_environment())
+    from verl.plugin.platform import get_platform, set_platform
+
+    from agl_verl.cpu_platform import PlatformCPU
+
+    if get_platform().device_name != "cpu":
+        set_platform(PlatformCPU())
+
+
+def _init_ray(verl_config: Any, env: Mapping[str, str]) -> None:
+    """``ray.init`` as verl's ``run_ppo`` does (``ray_kwargs.ray_init``, verl's runtime env) plus ``env``."""
+    import ray
+    from omegaconf import OmegaConf
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+
+    if ray.is_initialized():
+        return
+    init_kwargs = OmegaConf.to_container(verl_config.ray_kwargs.get("ray_init", {}), resolve=True)
+    assert isinstance(init_kwargs, dict)
+    runtime_env = OmegaConf.to_container(
+        OmegaConf.merge(get_ppo_ray_runtime_env(verl_config), init_kwargs.pop("runtime_env", None) or {})
+    )
+    assert isinstance(runtime_env, dict)
+    runtime_env.setdefault("env_vars", {}).update(env)
+    ray.init(**{k: v for k, v in init_kwargs.items() if v is not None}, runtime_env=runtime_env)
+
+
 def _train_blocking(
-    config: VerlConfig, bridge: RolloutBridge, tasks: list[Any], val_tasks: list[Any]
+    config: VerlConfig,
+    bridge: RolloutBridge,
+    tasks: list[Any],
+    val_tasks: list[Any],
+    history: list[dict[str, float]],
 ) -> None:
-    """Build verl's config, workers and trainer, then run the agl-driven loop (GPU only; worker thread)."""
+    """Build verl's config, workers and trainer, then run the agl-driven loop (worker thread)."""
+    env = cpu_environment() if config.cpu_platform else {}
+    if config.cpu_platform:
+        _use_cpu_platform()
     import ray
 
     from agl_verl.update import compose_verl_config
 
     verl_config = compose_verl_config(config)
-    if not ray.is_initialized():
-        from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
-
-        ray.init(runtime_env=get_ppo_ray_runtime_env(verl_config))
-    trainer = _make_trainer(verl_config, config, bridge, tasks, val_tasks)
-    trainer.init_workers()
-    trainer.fit()
+    started_ray = not ray.is_initialized()
+    _init_ray(verl_config, env)
+    try:
+        trainer = _make_trainer(verl_config, config, bridge, tasks, val_tasks, history)
+        trainer.init_workers()
+        trainer.fit()
+    finally:
+        if started_ray:  # stops verl's workers and vLLM servers too; a Ray the caller started is left alone
+            ray.shutdown()
 
 
 def _make_trainer(
-    verl_config: Any, config: VerlConfig, bridge: RolloutBridge, tasks: list[Any], val_tasks: list[Any]
+    verl_config: Any,
+    config: VerlConfig,
+    bridge: RolloutBridge,
+    tasks: list[Any],
+    val_tasks: list[Any],
+    history: list[dict[str, float]],
 ) -> Any:
-    """An ``AglPPOTrainer`` wired like verl 0.9.1's ``main_ppo_v0.TaskRunner.run`` (GPU only)."""
+    """An ``AglPPOTrainer`` wired like verl 0.9.1's ``main_ppo_v0.TaskRunner.run``."""
     from omegaconf import OmegaConf
     from verl.trainer.main_ppo_v0 import BaseTaskRunner
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -200,6 +260,7 @@ def _make_trainer(
         agl_config=config,
         agl_bridge=bridge,
         agl_val_tasks=val_tasks,
+        agl_history=history,
     )
 
 
@@ -226,14 +287,16 @@ def _collate_tasks(items: list[Any]) -> dict[str, Any]:
 
 def _trainer_class() -> type:
     """Define ``AglPPOTrainer`` lazily (its base class needs verl, Ray and torch)."""
-    from verl.trainer.ppo.metric_utils import compute_data_metrics, reduce_metrics
+    import torch
+    from verl.trainer.ppo.metric_utils import compute_data_metrics
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
+    from verl.utils.metric import reduce_metrics
     from verl.utils.tracking import Tracking
 
     from agl_verl.update import prepare_for_update
 
     class AglPPOTrainer(RayPPOTrainer):  # type: ignore[misc]
-        """``RayPPOTrainer`` whose generation step is agl rollouts from the store (GPU path, untested)."""
+        """``RayPPOTrainer`` whose generation step is agl rollouts from the store."""
 
         def __init__(
             self,
@@ -241,12 +304,18 @@ def _trainer_class() -> type:
             agl_config: VerlConfig,
             agl_bridge: RolloutBridge,
             agl_val_tasks: list[Any],
+            agl_history: list[dict[str, float]],
             **kwargs: Any,
         ) -> None:
             super().__init__(*args, **kwargs)
             self.agl_config = agl_config
             self.agl_bridge = agl_bridge
             self.agl_val_tasks = agl_val_tasks
+            self.agl_history = agl_history
+
+        def _agl_log(self, tracking: Any, metrics: dict[str, float]) -> None:
+            self.agl_history.append({"step": float(self.global_steps), **metrics})
+            tracking.log(data=metrics, step=self.global_steps)
 
         def _agl_rollouts(self, tasks: list[Any], mode: RolloutMode) -> CollectedBatch:
             self.agl_bridge.point_proxy(self.llm_server_manager.server_addresses)
@@ -262,8 +331,18 @@ def _trainer_class() -> type:
             return {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
 
         def _agl_step(self, tasks: list[Any]) -> dict[str, float]:
+            """One step; its phases' seconds as ``agl/timing_s/{rollout,old_log_prob,update,weight_sync}``."""
+            started = time.perf_counter()
+            timing: dict[str, float] = {}
+            metrics = self._agl_step_phases(tasks, timing)
+            timing["step"] = time.perf_counter() - started
+            return metrics | {f"agl/timing_s/{name}": seconds for name, seconds in timing.items()}
+
+        def _agl_step_phases(self, tasks: list[Any], timing: dict[str, float]) -> dict[str, float]:
             cfg = self.agl_config
+            clock = time.perf_counter()
             collected = self._agl_rollouts(tasks, "train")
+            timing["rollout"] = time.perf_counter() - clock
             self.checkpoint_manager.sleep_replicas()
             metrics = dict(collected.metrics)
             if not collected.samples:
@@ -283,13 +362,23 @@ def _trainer_class() -> type:
                 return metrics
             batch.meta_info["temperature"] = cfg.temperature
             batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
+            rollout_log_probs = batch.batch.pop("agl_rollout_log_probs")
+            clock = time.perf_counter()
             old_log_prob, _ = self._compute_old_log_prob(batch)
+            timing["old_log_prob"] = time.perf_counter() - clock
             old_log_prob.batch.pop("entropys")
+            metrics |= _logprob_agreement(
+                rollout_log_probs, old_log_prob.batch["old_log_probs"], batch.batch["response_mask"]
+            )
             batch = batch.union(old_log_prob)
             if self.use_reference_policy:
                 batch = batch.union(self._compute_ref_log_prob(batch))
+            clock = time.perf_counter()
             actor_output = self._update_actor(batch)
+            timing["update"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             self.checkpoint_manager.update_weights(self.global_steps)
+            timing["weight_sync"] = time.perf_counter() - clock
             metrics |= reduce_metrics(actor_output.meta_info["metrics"])
             metrics |= compute_data_metrics(batch=batch, use_critic=False)
             return metrics
@@ -305,7 +394,7 @@ def _trainer_class() -> type:
             self._load_checkpoint()
             self.checkpoint_manager.update_weights(self.global_steps)
             if self.config.trainer.get("val_before_train", True):
-                tracking.log(data=self._agl_validate(), step=self.global_steps)
+                self._agl_log(tracking, self._agl_validate())
             self.global_steps = 1
             test_freq = self.config.trainer.test_freq
             for _ in range(self.config.trainer.total_epochs):
@@ -317,9 +406,27 @@ def _trainer_class() -> type:
                     save_freq = self.config.trainer.save_freq
                     if save_freq > 0 and (last or self.global_steps % save_freq == 0):
                         self._save_checkpoint()
-                    tracking.log(data=metrics, step=self.global_steps)
+                    self._agl_log(tracking, metrics)
                     if last:
                         return
                     self.global_steps += 1
+
+    def _logprob_agreement(
+        rollout: torch.Tensor, actor: torch.Tensor, mask: torch.Tensor
+    ) -> dict[str, float]:
+        """How close vLLM's sampling log-probs are to the actor's on the same tokens (after a sync: ~0)."""
+        keep = mask.bool() & ~torch.isnan(rollout)
+        if not bool(keep.any()):
+            return {}
+        a, b = rollout[keep].double(), actor.to(rollout.device)[keep].double()
+        diff = (a - b).abs()
+        out = {
+            "agl/rollout_logprob_abs_diff_mean": float(diff.mean()),
+            "agl/rollout_logprob_abs_diff_max": float(diff.max()),
+            "agl/rollout_logprob_n_tokens": float(keep.sum()),
+        }
+        if a.numel() > 1 and float(a.std()) > 0 and float(b.std()) > 0:
+            out["agl/rollout_actor_logprob_corr"] = float(torch.corrcoef(torch.stack([a, b]))[0, 1])
+        return out
 
     return AglPPOTrainer

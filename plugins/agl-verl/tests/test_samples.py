@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from agl_core.types import Triplet
 from agl_verl.samples import SampleStats, triplets_to_samples
 
@@ -75,3 +77,20 @@ def test_calls_without_token_ids_are_skipped() -> None:
     ]
     samples = triplets_to_samples(triplets, reward=1.0, uid="g", rollout_id="r", credit="per_call")
     assert [(s.prompt_ids, s.response_ids) for s in samples] == [([5], [6])]
+
+
+def test_sampler_logprobs_follow_the_response_tokens_and_inserted_tokens_have_none() -> None:
+    def lp(*values: float) -> list[dict[str, float]]:
+        return [{"token": "x", "logprob": v} for v in values]
+
+    triplets = [
+        Triplet(prompt={"token_ids": [1, 2]}, response={"token_ids": [3, 4], "logprobs": lp(-0.5, -1.0)}),
+        Triplet(prompt={"token_ids": [1, 2, 3, 4, 9]}, response={"token_ids": [5], "logprobs": lp(-2.0)}),
+    ]
+    (merged,) = triplets_to_samples(triplets, reward=1.0, uid="g", rollout_id="r", credit="per_trajectory")
+    assert merged.response_ids == [3, 4, 9, 5] and merged.response_mask == [1, 1, 0, 1]
+    assert merged.response_logprobs[:2] == [-0.5, -1.0] and merged.response_logprobs[3] == -2.0
+    assert math.isnan(merged.response_logprobs[2])  # the tool's token: not sampled
+    no_logprobs = [Triplet(prompt={"token_ids": [1]}, response={"token_ids": [3, 4]})]
+    (plain,) = triplets_to_samples(no_logprobs, reward=0.0, uid="g", rollout_id="r", credit="per_call")
+    assert len(plain.response_logprobs) == 2 and all(math.isnan(v) for v in plain.response_logprobs)

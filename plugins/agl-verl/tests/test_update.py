@@ -41,7 +41,7 @@ def _sample(uid: str, reward: float, prompt_len: int = 3, response: int = 2) -> 
     return Sample(list(range(1, prompt_len + 1)), [7] * response, [1] * response, reward, uid, f"r-{uid}", 0)
 
 
-def test_prepare_for_update_drops_long_prompts_computes_grpo_and_cuts_to_minibatches() -> None:
+def test_prepare_for_update_drops_long_prompts_and_computes_grpo() -> None:
     config = VerlConfig(
         model_path="m", rollout_n=2, train_batch_size=2, ppo_mini_batch_size=1, max_prompt_length=4
     )
@@ -55,27 +55,37 @@ def test_prepare_for_update_drops_long_prompts_computes_grpo_and_cuts_to_minibat
     batch, _ = build_data_proto(samples, pad_token_id=0, max_prompt_length=4, max_response_length=4)
     batch, metrics = prepare_for_update(batch, config)
     assert metrics["agl/n_dropped_long_prompts"] == 1
-    assert (
-        len(batch) == 4
-        and metrics["agl/n_samples_cut_to_minibatch"] == 0
-        and metrics["agl/skipped_update"] == 0
-    )
+    assert len(batch) == 4 and metrics["agl/n_padding_samples"] == 0 and metrics["agl/skipped_update"] == 0
     per_sample = batch.batch["advantages"][:, 1]  # last response token
     expected = 0.5 / torch.tensor([1.0, 0.0]).std().item()
     assert per_sample.tolist() == pytest.approx([expected, -expected] * 2, rel=1e-4)
     assert torch.equal(batch.batch["token_level_rewards"], batch.batch["token_level_scores"])
 
 
-def test_prepare_for_update_reports_a_batch_too_small_for_one_minibatch() -> None:
-    config = VerlConfig(model_path="m", rollout_n=4, train_batch_size=2, ppo_mini_batch_size=2)
+def test_prepare_for_update_pads_to_whole_minibatches_with_rows_that_add_nothing_to_the_loss() -> None:
+    # 3 samples (an agent's calls, not a multiple of the mini-batch) and mini-batches of 2 x 2 = 4
+    config = VerlConfig(model_path="m", rollout_n=2, train_batch_size=2, ppo_mini_batch_size=2)
+    samples = [_sample("a", 1.0), _sample("a", 0.0), _sample("b", 1.0)]
+    batch, _ = build_data_proto(samples, pad_token_id=0, max_prompt_length=8, max_response_length=8)
+    batch, metrics = prepare_for_update(batch, config)
+    assert len(batch) == 4 and metrics["agl/n_padding_samples"] == 1 and metrics["agl/skipped_update"] == 0
+    real, pad = batch.batch["response_mask"][:3], batch.batch["response_mask"][3]
+    assert real.sum() == 6 and pad.sum() == 0
+    assert batch.batch["advantages"][3].abs().sum() == 0
+    assert batch.batch["input_ids"][3].tolist() == batch.batch["input_ids"][0].tolist()
+    assert batch.non_tensor_batch["uid"].tolist() == ["a", "a", "b", "a"]
+
+
+def test_prepare_for_update_skips_a_batch_with_no_sample_left() -> None:
+    config = VerlConfig(
+        model_path="m", rollout_n=2, train_batch_size=2, ppo_mini_batch_size=1, max_prompt_length=4
+    )
     batch, _ = build_data_proto(
-        [_sample("a", 1.0), _sample("a", 0.0)], pad_token_id=0, max_prompt_length=8, max_response_length=8
+        [_sample("a", 1.0, prompt_len=9)], pad_token_id=0, max_prompt_length=4, max_response_length=8
     )
     batch, metrics = prepare_for_update(batch, config)
     assert (
-        len(batch) == 0
-        and metrics["agl/skipped_update"] == 1
-        and metrics["agl/n_samples_cut_to_minibatch"] == 2
+        len(batch) == 0 and metrics["agl/skipped_update"] == 1 and metrics["agl/n_dropped_long_prompts"] == 1
     )
 
 

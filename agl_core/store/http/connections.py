@@ -1,0 +1,258 @@
+"""Connection bounds of the store server: slow clients cannot stall it, many clients cannot exhaust it.
+
+`ConnectionTracker` knows what each connection is doing -- waiting for a request head, receiving a
+body, or being answered -- and:
+
+* closes a connection that has not sent a complete request head within ``header_timeout`` seconds
+  (the first request and every later one on a kept-alive connection);
+* bounds the body: `agl_core.store.http.body.read_body` answers 408 when the body has not arrived
+  within ``body_timeout`` seconds (and the tracker closes the connection if a handler never reads it);
+* caps the open connections at ``max_connections`` (by default a little under the open-file limit):
+  a new connection beyond the cap closes the one that has waited longest for its request, so new
+  clients are still answered while slow ones hold the cap; one log line per minute says so;
+* answers request-parsing errors (an over-long URL or header line, a malformed head) with the JSON
+  error shape, logged through the server's `guard.ErrorLogLimiter` (once per kind and minute).
+
+aiohttp knows none of this by itself (depending on its version it waits for a first request head
+forever and for a body as long as bytes trickle in), so the tracker attaches to the `web.Server` the
+app runner builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import resource
+import time
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+
+from agl_core.store.http.guard import ErrorLogLimiter
+
+__all__ = ["CONNECTIONS", "ConnectionTracker", "default_max_connections"]
+
+_WAITING, _RECEIVING, _WORKING = 0, 1, 2
+_FD_RESERVE = 64  # files the process keeps for itself (store, logs, outgoing sockets)
+_BODY_GRACE = 5.0  # read_body answers 408 at body_timeout; the sweep closes what it did not see
+
+
+def default_max_connections() -> int:
+    """The open-file limit (``ulimit -n``) less a reserve of 64, at least 16, at most 10,000."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 10_000
+    return max(16, min(10_000, soft - _FD_RESERVE))
+
+
+class ConnectionTracker:
+    """The connection bounds of one server (see the module docstring).
+
+    Args:
+        header_timeout: Seconds a connection gets to send a complete request head.
+        body_timeout: Seconds a request gets for its whole body once its head has arrived.
+        max_connections: Most open connections; None derives it from the open-file limit.
+        logger: Where the cap's log line and request-parsing errors go.
+    """
+
+    def __init__(
+        self,
+        *,
+        header_timeout: float,
+        body_timeout: float,
+        max_connections: int | None,
+        logger: logging.Logger,
+    ) -> None:
+        if header_timeout <= 0 or body_timeout <= 0:
+            raise ValueError(
+                f"header_timeout and body_timeout must be > 0 s, got {header_timeout} and {body_timeout}."
+            )
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be >= 1, got {max_connections}.")
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections if max_connections is not None else default_max_connections()
+        self.closed_slow = 0
+        """Connections closed for sending a request head or body too slowly."""
+        self.closed_at_cap = 0
+        """Connections closed to make room for a new one at the cap."""
+        self._logger = logger
+        self._errors = ErrorLogLimiter(logger)
+        self._states: dict[Any, tuple[int, float]] = {}
+        self._server: web.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._cap_logged = float("-inf")
+
+    # ------------------------------------------------------------------------------ lifecycle
+
+    def attach(self, server: web.Server) -> None:
+        """Track the connections of `server` (built by the app runner, before its site starts)."""
+        server.__class__ = _TrackedServer  # same state, plus the hooks below
+        server.tracker = self  # type: ignore[attr-defined]
+        inner = server.request_handler
+        states, clock = self._states, time.monotonic
+
+        async def tracked(request: web.BaseRequest) -> web.StreamResponse:
+            protocol = request.protocol
+            states[protocol] = (_RECEIVING if request.body_exists else _WORKING, clock())
+            try:
+                return await inner(request)
+            finally:
+                if protocol in states:
+                    states[protocol] = (_WAITING, clock())
+
+        server.request_handler = tracked
+        self._server = server
+        self._task = asyncio.get_running_loop().create_task(self._sweep_forever(server))
+
+    async def stop(self) -> None:
+        """Stop sweeping."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._states.clear()
+
+    # ------------------------------------------------------------------------------ events
+
+    def body_received(self, request: web.BaseRequest) -> None:
+        """`request`'s body has been read: it is being answered now."""
+        if request.protocol in self._states:
+            self._states[request.protocol] = (_WORKING, time.monotonic())
+
+    def opened(self, connection: Any, transport: Any) -> None:
+        """A new connection: it waits for its first head; at the cap, the longest waiting one is closed."""
+        self._states[connection] = (_WAITING, time.monotonic())
+        excess = len(self._states) - self.max_connections
+        if excess <= 0:
+            return
+        idle = sorted(
+            (since, id(c), c)
+            for c, (state, since) in self._states.items()
+            if c is not connection and state != _WORKING and not getattr(c, "_request_in_progress", False)
+        )
+        victims = [c for _, _, c in idle[:excess]] or [connection]
+        for victim in victims:
+            self._close(victim, transport if victim is connection else None)
+        self.closed_at_cap += len(victims)
+        now = time.monotonic()
+        if now - self._cap_logged >= 60.0:
+            self._cap_logged = now
+            self._logger.warning(
+                "Store server at its cap of %d open connections (--max-connections; the open-file limit "
+                "is %d): closing the connections that waited longest for their request (%d so far). "
+                "Raise ulimit -n or --max-connections if these are real clients.",
+                self.max_connections,
+                resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+                self.closed_at_cap,
+            )
+
+    def lost(self, connection: Any) -> None:
+        """A connection closed."""
+        self._states.pop(connection, None)
+
+    def request_error(self, status: int, exc: BaseException | None, request: web.BaseRequest) -> None:
+        """Log a request aiohttp could not parse or answer, once per kind per minute."""
+        kind = type(exc).__name__ if exc is not None else f"HTTP {status}"
+        if status >= 500:
+            self._errors.error(
+                (kind, "request"), "Error handling a request from %s", request.remote, exc_info=exc
+            )
+        else:
+            self._errors.log(
+                logging.WARNING, (kind, "request"), "Bad request from %s: %s", request.remote, _reason(exc)
+            )
+
+    # ------------------------------------------------------------------------------ sweeping
+
+    async def _sweep_forever(self, server: web.Server) -> None:
+        interval = min(1.0, self.header_timeout / 4, self.body_timeout / 4)
+        while True:
+            await asyncio.sleep(interval)
+            self.sweep(time.monotonic())
+
+    def sweep(self, now: float) -> None:
+        """Close connections past their head or body deadline."""
+        header_deadline = now - self.header_timeout
+        body_deadline = now - self.body_timeout - _BODY_GRACE
+        for connection, (state, since) in list(self._states.items()):
+            if (state == _WAITING and since < header_deadline) or (
+                state == _RECEIVING and since < body_deadline
+            ):
+                if state == _WAITING and getattr(connection, "_request_in_progress", False):
+                    continue  # still writing the previous answer to a slow reader
+                self._close(connection, None)
+                self.closed_slow += 1
+
+    def _close(self, connection: Any, transport: Any) -> None:
+        self._states.pop(connection, None)
+        if transport is not None:
+            transport.close()
+        connection.force_close()
+
+
+def _reason(exc: BaseException | None) -> str:
+    if isinstance(exc, LineTooLong):
+        return (
+            "a request line or header line is longer than 8190 bytes; keep the URL and each header line "
+            "under 8190 bytes."
+        )
+    if isinstance(exc, HttpProcessingError):
+        return str(exc.message)
+    return str(exc) if exc is not None else "unknown"
+
+
+class _TrackedRequestHandler(web.RequestHandler):
+    """aiohttp's connection protocol, answering the errors it handles itself with the JSON error shape."""
+
+    tracker: ConnectionTracker
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """The JSON error answer (``{"error": {"type", "message", "details"}}``); closes the connection."""
+        self.tracker.request_error(status, exc, request)
+        if request.writer.output_size > 0:
+            raise ConnectionError(
+                "Response is sent already, cannot send another response with the error message"
+            )
+        if status >= 500:
+            kind, text = "InternalServerError", "The server failed to answer this request; see its log."
+        else:
+            kind = type(exc).__name__ if exc is not None else "BadRequest"
+            text = f"The request could not be read: {_reason(exc)}"
+        body = json.dumps({"error": {"type": kind, "message": text, "details": {}}}).encode()
+        response = web.Response(status=status, body=body, content_type="application/json")
+        response.force_close()
+        return response
+
+
+class _TrackedServer(web.Server):
+    """The runner's `web.Server` once a `ConnectionTracker` is attached."""
+
+    tracker: ConnectionTracker
+
+    def __call__(self) -> web.RequestHandler:
+        handler = _TrackedRequestHandler(self, loop=self._loop, **self._kwargs)
+        handler.tracker = self.tracker
+        return handler
+
+    def connection_made(self, handler: web.RequestHandler, transport: asyncio.Transport) -> None:
+        super().connection_made(handler, transport)
+        self.tracker.opened(handler, transport)
+
+    def connection_lost(self, handler: web.RequestHandler, exc: BaseException | None = None) -> None:
+        super().connection_lost(handler, exc)
+        self.tracker.lost(handler)
+
+
+CONNECTIONS = web.AppKey("agl_connections", ConnectionTracker)
+"""The app's `ConnectionTracker` (`read_body` takes its ``body_timeout`` and reports finished bodies)."""

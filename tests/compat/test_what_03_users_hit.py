@@ -1,0 +1,149 @@
+"""What Agent Lightning 0.3 code still hit (issue 38 §1), as 0.3 user code with ``agl_core`` imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import agl_core as agl
+from agl_core.trainer import build_component
+
+
+async def test_client_keeps_server_address() -> None:
+    server = agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0)
+    await server.start()
+    try:
+        client = agl.LightningStoreClient(server.endpoint)
+        assert client.server_address == server.endpoint.rstrip("/") + "/v1/agl"
+        assert client.server_address_root == server.endpoint.rstrip("/")
+        await client.close()
+    finally:
+        await server.stop()
+
+
+def test_build_component_fills_actual_type() -> None:
+    with pytest.raises(ValueError) as info:
+        build_component(
+            42,
+            expected_type=agl.Tracer,
+            spec_name="tracer",
+            invalid_spec_error_fmt="tracer got {actual_type}, wanted {expected_type}",
+        )
+    assert str(info.value) == "tracer got <class 'int'>, wanted Tracer"
+
+
+APO_LOG_SCRIPT = """
+import logging, sys
+import agl_core as agl
+
+agl.setup_logging()
+handler = logging.FileHandler(sys.argv[1])
+handler.setLevel(logging.INFO)
+handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+logging.getLogger("agentlightning.algorithm.apo").addHandler(handler)
+logging.getLogger("agl_core.algorithm.apo.search").info("beam round 1")
+logging.getLogger("agl_core.store").info("not an apo record")
+quiet = logging.getLogger("agentlightning.store.memory")
+quiet.addHandler(handler)
+quiet.setLevel(logging.ERROR)
+logging.getLogger("agl_core.store.memory").warning("below the level of agentlightning.store.memory")
+"""
+
+
+def test_handlers_on_agentlightning_loggers_get_agls_records(tmp_path: Path) -> None:
+    """0.3's APO example: a file handler on ``agentlightning.algorithm.apo`` after ``setup_logging()``."""
+    log = tmp_path / "apo.log"
+    out = subprocess.run(
+        [sys.executable, "-c", APO_LOG_SCRIPT, str(log)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert log.read_text().splitlines() == ["agl_core.algorithm.apo.search beam round 1"]
+    assert "beam round 1" in out.stdout + out.stderr  # setup_logging's console still prints it
+
+
+def test_dummy_span_recording_context_has_public_fields() -> None:
+    from agl_core.tracer.dummy import DummySpanRecordingContext
+
+    ctx = DummySpanRecordingContext("step", {"k": 1})
+    ctx.record_attributes({"j": 2})
+    ctx.record_status("ERROR", "boom")
+    assert (ctx.name, ctx.attributes, ctx.status.status_code) == ("step", {"k": 1, "j": 2}, "ERROR")
+    assert ctx.end_time is None and ctx.start_time > 0
+    ctx.finalize()
+    assert ctx.get_recorded_span().name == "step"
+
+
+def test_shared_memory_reads_managed_store_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGL_MANAGED_STORE", "0")
+    assert agl.SharedMemoryExecutionStrategy().managed_store is False
+    monkeypatch.delenv("AGL_MANAGED_STORE")
+    assert agl.SharedMemoryExecutionStrategy().managed_store is True
+
+
+async def test_threaded_wrapper_locks_a_store_that_is_not_thread_safe() -> None:
+    """0.3's ``LightningStoreThreaded`` runs one call at a time on a store that is not thread-safe."""
+    inside: list[int] = []
+    overlap: list[bool] = []
+    guard = threading.Lock()
+
+    class Unsafe(agl.InMemoryLightningStore):
+        async def enqueue_rollout(self, *args: Any, **kwargs: Any) -> Any:
+            with guard:
+                inside.append(1)
+                overlap.append(len(inside) > 1)
+            try:
+                return await super().enqueue_rollout(*args, **kwargs)
+            finally:
+                with guard:
+                    inside.pop()
+
+    store = Unsafe(thread_safe=False)
+    threaded = agl.LightningStoreThreaded(store)
+    assert threaded.capabilities["thread_safe"] and threaded._lock is not None
+
+    def enqueue_many() -> None:
+        import asyncio
+
+        async def main() -> None:
+            for i in range(20):
+                await threaded.enqueue_rollout(input={"i": i})
+
+        asyncio.run(main())
+
+    threads = [threading.Thread(target=enqueue_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(overlap) == 80 and not any(overlap)
+    assert len((await store.query_rollouts()).items) == 80
+    assert agl.LightningStoreThreaded(agl.InMemoryLightningStore())._lock is None  # agl stores: no lock
+
+
+async def test_raw_http_client_of_03() -> None:
+    """A hand-written 0.3 client: a body-less dequeue, FastAPI's ``detail`` on errors, 200 preflights."""
+    import aiohttp
+
+    server = agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0, cors_origins=["*"])
+    await server.start()
+    base = server.endpoint.rstrip("/") + "/v1/agl"
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(base + "/queues/rollouts/dequeue") as response:
+                assert response.status == 200 and await response.json() == []
+            async with http.post(base + "/rollouts/ro-missing", json={"status": "failed"}) as response:
+                body = await response.json()
+                assert response.status == 404 and body["detail"] == body["error"]["message"]
+            async with http.post(base + "/rollouts", json={"input": None, "bogus": 1}) as response:
+                body = await response.json()
+                assert response.status == 422 and "bogus" in body["detail"]  # as FastAPI answered
+            preflight = {"Origin": "http://ui.example", "Access-Control-Request-Method": "POST"}
+            async with http.options(base + "/rollouts", headers=preflight) as response:
+                assert response.status == 200
+    finally:
+        await server.stop()
