@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agl_core.adapter import genai as _genai
+import agl_core.adapter.genai as _genai
 from agl_core.types import Span
 
 __all__ = ["CallRecords", "group_llm_calls", "nearest_llm_ancestors", "richness"]
