@@ -273,6 +273,19 @@ async def test_a_cancelled_launch_ends_the_process_group(tmp_path: Path) -> None
     assert await asyncio.to_thread(_gone, int(pid_file.read_text())), "the child survived the cancellation"
 
 
+def test_a_reward_file_that_is_not_a_reward_fails_the_attempt_saying_so(backend: FakeOpenAIServer) -> None:
+    script = "import os; open(os.environ['AGL_REWARD_FILE'], 'w').write('great job')"
+    store = train(ProgramAgent([sys.executable, "-c", script]), backend, QUESTIONS[:1], n_runners=1)
+    rollout = run(store.query_rollouts())[0]
+    assert rollout.status == "failed"
+    [error] = [
+        s
+        for s in run(store.query_spans(rollout.rollout_id, "latest"))
+        if s.name == "agentlightning.exception"
+    ]
+    assert "'great job'; a reward is a finite number" in error.attributes["exception.message"]
+
+
 def test_a_missing_program_fails_with_a_clear_reason(backend: FakeOpenAIServer) -> None:
     store = train(ProgramAgent(["no-such-program-agl", "x"]), backend, QUESTIONS[:1], n_runners=1)
     rollout = run(store.query_rollouts())[0]
