@@ -147,3 +147,24 @@ async def test_raw_http_client_of_03() -> None:
                 assert response.status == 200
     finally:
         await server.stop()
+
+
+def test_paginated_result_repr_is_03s() -> None:
+    assert repr(agl.PaginatedResult[int](items=[], limit=-1, offset=0, total=0)) == (
+        "<PaginatedResult (0: of 0) empty>"
+    )
+    assert repr(agl.PaginatedResult[int](items=[7], limit=5, offset=10, total=11)) == (
+        "<PaginatedResult (10:15 of 11) 7>"
+    )
+
+
+def test_runner_worker_id_is_reset_after_run_context() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+
+    @agl.rollout
+    def agent(task: Any) -> float:
+        return 1.0
+
+    with runner.run_context(agent=agent, store=agl.InMemoryLightningStore(), worker_id=3):
+        assert runner.worker_id == 3
+    assert runner.worker_id is None
