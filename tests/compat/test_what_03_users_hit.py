@@ -168,3 +168,24 @@ def test_runner_worker_id_is_reset_after_run_context() -> None:
     with runner.run_context(agent=agent, store=agl.InMemoryLightningStore(), worker_id=3):
         assert runner.worker_id == 3
     assert runner.worker_id is None
+
+
+def test_get_tracer_provider_logs_another_librarys_provider(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """0.3's write_traces example: AgentOps installs its own provider; 0.3 logged it and went on."""
+    from opentelemetry import trace as trace_api
+
+    from agl_core.utils.otel import get_tracer_provider
+
+    class OtherProvider(trace_api.NoOpTracerProvider):
+        pass
+
+    other = OtherProvider()
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", other)
+    with caplog.at_level("ERROR", logger="agl_core.utils.otel"):
+        assert get_tracer_provider() is other
+    assert "OtherProvider" in caplog.text
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", None)
+    with pytest.raises(RuntimeError, match="No OpenTelemetry SDK tracer provider"):
+        get_tracer_provider()
