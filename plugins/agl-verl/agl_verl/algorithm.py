@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -330,8 +331,18 @@ def _trainer_class() -> type:
             return {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
 
         def _agl_step(self, tasks: list[Any]) -> dict[str, float]:
+            """One step; its phases' seconds as ``agl/timing_s/{rollout,old_log_prob,update,weight_sync}``."""
+            started = time.perf_counter()
+            timing: dict[str, float] = {}
+            metrics = self._agl_step_phases(tasks, timing)
+            timing["step"] = time.perf_counter() - started
+            return metrics | {f"agl/timing_s/{name}": seconds for name, seconds in timing.items()}
+
+        def _agl_step_phases(self, tasks: list[Any], timing: dict[str, float]) -> dict[str, float]:
             cfg = self.agl_config
+            clock = time.perf_counter()
             collected = self._agl_rollouts(tasks, "train")
+            timing["rollout"] = time.perf_counter() - clock
             self.checkpoint_manager.sleep_replicas()
             metrics = dict(collected.metrics)
             if not collected.samples:
@@ -352,7 +363,9 @@ def _trainer_class() -> type:
             batch.meta_info["temperature"] = cfg.temperature
             batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
             rollout_log_probs = batch.batch.pop("agl_rollout_log_probs")
+            clock = time.perf_counter()
             old_log_prob, _ = self._compute_old_log_prob(batch)
+            timing["old_log_prob"] = time.perf_counter() - clock
             old_log_prob.batch.pop("entropys")
             metrics |= _logprob_agreement(
                 rollout_log_probs, old_log_prob.batch["old_log_probs"], batch.batch["response_mask"]
@@ -360,8 +373,12 @@ def _trainer_class() -> type:
             batch = batch.union(old_log_prob)
             if self.use_reference_policy:
                 batch = batch.union(self._compute_ref_log_prob(batch))
+            clock = time.perf_counter()
             actor_output = self._update_actor(batch)
+            timing["update"] = time.perf_counter() - clock
+            clock = time.perf_counter()
             self.checkpoint_manager.update_weights(self.global_steps)
+            timing["weight_sync"] = time.perf_counter() - clock
             metrics |= reduce_metrics(actor_output.meta_info["metrics"])
             metrics |= compute_data_metrics(batch=batch, use_critic=False)
             return metrics
