@@ -155,9 +155,18 @@ bench-dashboard: .venv-dashboard/.installed
 	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
 	@touch $@
 
-test-agents: .venv-agents/.installed
+# CrewAI and LlamaIndex pin openai<3 (openai-agents needs >=3): their own venv (issue 35).
+.venv-agents-openai2/.installed: pyproject.toml examples/agents/requirements-openai2.txt
+	$(PYTHON) -m venv .venv-agents-openai2
+	.venv-agents-openai2/bin/python -m pip install -q --upgrade pip
+	.venv-agents-openai2/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements-openai2.txt
+	@touch $@
+
+test-agents: .venv-agents/.installed .venv-agents-openai2/.installed
 	.venv-agents/bin/python -m pytest -q examples/agents/tests
+	.venv-agents-openai2/bin/python -m pytest -q examples/agents/tests/test_crewai.py examples/agents/tests/test_llama_index.py
 	$(call prune_venv,.venv-agents)
+	$(call prune_venv,.venv-agents-openai2)
 
 # --- examples/programs (issue 33): agents that are programs -- a TypeScript agent on the openai npm package and
 # real agent CLIs from the registries -- trained unchanged through ProgramAgent and the proxy, offline against

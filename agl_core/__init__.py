@@ -265,6 +265,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from agl_core.logging import setup as setup_logging  # noqa: F401
     from agl_core.logging import setup_module as setup_module_logging  # noqa: F401
     from agl_core.plugins import PluginManager, get_plugin_manager, get_registry  # noqa: F401
+    from agl_core.program import ProgramAgent, RolloutHooks  # noqa: F401
     from agl_core.registry import Registry  # noqa: F401
     from agl_core.runner import LitAgentRunner, Runner  # noqa: F401
     from agl_core.store import (  # noqa: F401

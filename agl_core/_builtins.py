@@ -71,7 +71,7 @@ BUILTIN_COMMANDS: dict[str, tuple[str, str]] = {
 @hookimpl
 def agl_register_commands(cli: click.Group) -> None:
     """Built-in ``agl`` subcommands, imported when they run (``agl --help`` imports none of them)."""
-    from agl_core.cli.lazy import LazyCommand
+    from agl_core.lazy_command import LazyCommand
 
     for name, (target, short_help) in BUILTIN_COMMANDS.items():
         cli.add_command(LazyCommand(name, target, short_help))

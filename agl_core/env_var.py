@@ -61,10 +61,10 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     # tracing
     "AGL_OTEL_GLOBAL_PROVIDER": "0/false/no/off: keep agl away from OpenTelemetry's global tracer provider.",
     "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "OpenTelemetry's attribute limit; when set, agl's tracer keeps it.",
+    "OTEL_SDK_DISABLED": "true: OpenTelemetry providers the application builds record nothing; agl's own "
+    "keep recording (it logs once) and agl doctor names the variable when a rollout has no LLM call.",
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "false/0/no_content/...: openai spans leave out "
     "prompt and completion text.",
-    "OTEL_SDK_DISABLED": "true: OpenTelemetry's SDK switch; agl's own providers stay on (they send only "
-    "to the agl store) and the tracer warns that other SDK providers record nothing.",
     # reporting
     "AGL_REPORTERS": "Comma-separated metric reporters (jsonl, tensorboard, mlflow, wandb) when code "
     "names none.",

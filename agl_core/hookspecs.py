@@ -6,7 +6,9 @@ are the hooks below. It is found through an entry point in group ``agl``::
     [project.entry-points.agl]
     redis = "agl_redis.hooks"
 
-Each hook receives a registry and adds named implementations to it. Targets are ``"module:attr"``
+Each hook receives a registry and adds named implementations to it. The six registration hooks are
+pluggy *historic* hooks: the core calls each once with its registry, and pluggy calls a plugin registered
+later with the same registry as it registers. Targets are ``"module:attr"``
 strings that are imported only when the implementation is first used, so discovering plugins
 never imports heavy backends. A hook implementation may accept fewer arguments than the spec
 (pluggy's opt-in arguments), which lets specs gain parameters without breaking plugins.
@@ -55,7 +57,7 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_algorithms(registry: Registry[Algorithm]) -> None:
     """Add :class:`~agl_core.Algorithm` implementations.
 
@@ -78,7 +80,7 @@ def agl_register_algorithms(registry: Registry[Algorithm]) -> None:
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_runners(registry: Registry[Runner[Any]]) -> None:
     """Add :class:`~agl_core.Runner` implementations.
 
@@ -97,7 +99,7 @@ def agl_register_runners(registry: Registry[Runner[Any]]) -> None:
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_tracers(registry: Registry[Tracer]) -> None:
     """Add :class:`~agl_core.Tracer` implementations.
 
@@ -116,7 +118,7 @@ def agl_register_tracers(registry: Registry[Tracer]) -> None:
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_adapters(registry: Registry[Adapter[Any, Any]]) -> None:
     """Add :class:`~agl_core.Adapter` implementations (spans to training data).
 
@@ -135,7 +137,7 @@ def agl_register_adapters(registry: Registry[Adapter[Any, Any]]) -> None:
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_stores(registry: Registry[LightningStore]) -> None:
     """Add :class:`~agl_core.LightningStore` implementations and the URI schemes they open.
 
@@ -156,7 +158,7 @@ def agl_register_stores(registry: Registry[LightningStore]) -> None:
     """
 
 
-@hookspec
+@hookspec(historic=True)
 def agl_register_strategies(registry: Registry[ExecutionStrategy]) -> None:
     """Add :class:`~agl_core.execution.ExecutionStrategy` implementations (how runners are laid out).
 

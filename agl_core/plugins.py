@@ -1,9 +1,10 @@
 """Plugin discovery and isolation.
 
 Plugins are found through entry points in group ``agl``. Each one is imported, validated and
-asked to register on its own: a plugin that fails to import, uses an unknown hook or argument,
-raises while registering, or claims a name another plugin owns is rolled back and recorded with
-the stage where it failed. The core and every other plugin keep working.
+registered on its own (the registration hooks are pluggy historic hooks, called as the plugin
+registers): a plugin that fails to import, uses an unknown hook or argument, raises while
+registering, or claims a name another plugin owns is rolled back and recorded with the stage where
+it failed. The core and every other plugin keep working.
 
 Third-party plugins are imported only when a call needs them: the process-wide manager registers
 the core's built-ins at once and loads entry points on the first lookup the built-ins cannot answer
@@ -15,13 +16,16 @@ Environment switches:
 
 * ``AGL_PLUGINS_STRICT=1``: raise :class:`~agl_core.errors.PluginLoadError` instead of recording.
 * ``AGL_DISABLE_PLUGINS=a,b``: skip these plugins (entry-point or distribution names);
-  ``*`` skips every third-party plugin.
+  ``*`` skips every third-party plugin. The names are blocked in pluggy (``set_blocked``), so a plugin
+  registered directly under one is refused too.
 * ``AGL_LOAD_PLUGINS=a,b``: load only these; an empty value loads none.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import inspect
 import logging
 import os
@@ -224,23 +228,6 @@ def _reraise_if_interrupt(exc: BaseException, watch: _SigintWatch) -> None:
         raise exc
 
 
-class _AglPluggyManager(pluggy.PluginManager):
-    """pluggy manager that also treats unmarked ``agl_register_*`` functions as hook impls."""
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        opts = super().parse_hookimpl_opts(plugin, name)
-        if opts is None and name.startswith("agl_register_") and callable(getattr(plugin, name, None)):
-            return {
-                "wrapper": False,
-                "hookwrapper": False,
-                "optionalhook": False,
-                "tryfirst": False,
-                "trylast": False,
-                "specname": None,
-            }
-        return opts
-
-
 @dataclass(frozen=True)
 class TargetProblem:
     """A registered component whose target cannot be imported or is not of its kind."""
@@ -282,7 +269,7 @@ class PluginManager:
 
     def __init__(self, *, strict: bool | None = None, builtins: bool = True, autoload: bool = False) -> None:
         self.strict = _truthy(os.environ.get(STRICT_ENV)) if strict is None else strict
-        self._pm = _AglPluggyManager(hookspecs.PROJECT_NAME)
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         self._pm.add_hookspecs(hookspecs)
         self.registries = Registries(
             **{
@@ -300,6 +287,17 @@ class PluginManager:
         # plugin names whose commands each click group already has (a process may build several groups)
         self._commands_added: weakref.WeakKeyDictionary[click.Group, set[str]] = weakref.WeakKeyDictionary()
         self._sigint = _SigintWatch()
+        self._stage = "validate"
+        """Where the plugin being registered is: ``validate`` or the registration hook pluggy is calling."""
+        self._pm.add_hookcall_monitoring(self._entering_hook, self._leaving_hook)
+        for blocked in _env_list(os.environ.get(DISABLE_ENV, "")):  # pluggy refuses these names for good
+            if blocked not in ("*", "core"):
+                self._pm.set_blocked(blocked)
+        for hook_name, kind in _REGISTER_HOOKS.items():  # historic: every later plugin gets the same call
+            getattr(self._pm.hook, hook_name).call_historic(
+                kwargs={"registry": self.registries.of_kind(kind)},
+                result_callback=functools.partial(self._refuse_returned, hook_name, kind),
+            )
         if builtins:
             from agl_core import __version__, _builtins
 
@@ -350,6 +348,13 @@ class PluginManager:
         with self._lock:
             if name in self._records and self._records[name].status == "ok":
                 raise ValueError(f"An agl plugin named {name!r} is already registered.")
+            if not builtin and self._pm.is_blocked(name):
+                record = PluginRecord(
+                    name=name, distribution=distribution, version=version, status="disabled"
+                )
+                record.disabled_reason = f"{DISABLE_ENV}={os.environ.get(DISABLE_ENV, '')}"
+                self._records[name] = record
+                return record
             record = PluginRecord(
                 name=name,
                 distribution=distribution,
@@ -358,22 +363,18 @@ class PluginManager:
                 api_version=getattr(plugin, hookspecs.PLUGIN_API_VERSION_ATTRIBUTE, None),
             )
             self._records[name] = record
-            stage = "validate"
+            self._stage = "validate"
             started = time.perf_counter()
             try:
-                with self._sigint.watching():
+                with self._sigint.watching(), contextlib.ExitStack() as attributed:
                     self._check_hook_names(plugin, name)
-                    self._pm.register(plugin, name=name)
+                    for registry in self.registries.all():  # what the historic calls add is this plugin's
+                        attributed.enter_context(registry.registering(name, distribution))
+                    self._pm.register(plugin, name=name)  # validates, then calls its registration hooks
                     record.hooks = sorted(hc.name for hc in self._pm.get_hookcallers(plugin) or [])
-                    for hook_name, kind in _REGISTER_HOOKS.items():
-                        if hook_name in record.hooks:
-                            stage = hook_name
-                            self._call_impl(
-                                hook_name, name, {"registry": self.registries.of_kind(kind)}, kind
-                            )
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
-                self._fail(record, plugin, stage, exc)
+                self._fail(record, plugin, self._stage, exc)
             record.load_seconds = (record.load_seconds or 0.0) + time.perf_counter() - started
             return record
 
@@ -407,6 +408,8 @@ class PluginManager:
             elif allowed is not None and not labels & allowed:
                 reason = f"not in {LOAD_ENV}={allow_raw}"
             if reason is not None:
+                if reason.startswith(DISABLE_ENV):
+                    self._pm.set_blocked(ep.name)
                 record = PluginRecord(
                     name=ep.name,
                     distribution=dist_name,
@@ -465,7 +468,7 @@ class PluginManager:
             before = dict(cli.commands)
             try:
                 with self._sigint.watching():
-                    self._call_impl("agl_register_commands", record.name, {"cli": cli}, None)
+                    self._call_commands_hook(record.name, cli)
                     self._check_no_command_replaced(record.name, cli, before)
             except BaseException as exc:
                 _reraise_if_interrupt(exc, self._sigint)
@@ -519,6 +522,12 @@ class PluginManager:
 
     def _check_hook_names(self, plugin: Any, name: str) -> None:
         for attr in dir(plugin):
+            if attr in _KNOWN_HOOKS and self._pm.parse_hookimpl_opts(plugin, attr) is None:
+                raise pluggy.PluginValidationError(
+                    plugin,
+                    f"{attr} in plugin {name!r} is not marked as a hook implementation, so agl would never "
+                    "call it; decorate it with @agl_core.hookimpl.",
+                )
             if attr.startswith("agl_register") and attr not in _KNOWN_HOOKS:
                 close = difflib.get_close_matches(attr, _KNOWN_HOOKS, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -547,27 +556,30 @@ class PluginManager:
             "(e.g. prefix them with the plugin's name) or make them subcommands of one group.",
         )
 
-    def _call_impl(self, hook_name: str, plugin_name: str, kwargs: dict[str, Any], kind: str | None) -> None:
-        caller = getattr(self._pm.hook, hook_name)
-        for impl in caller.get_hookimpls():
-            if impl.plugin_name != plugin_name:
-                continue
-            args = [kwargs[arg] for arg in impl.argnames]
-            record = self._records.get(plugin_name)
-            dist = record.distribution if record else None
-            if kind is not None:
-                with self.registries.of_kind(kind).registering(plugin_name, dist):
-                    returned = impl.function(*args)
-            else:
-                returned = impl.function(*args)
-            if returned is not None:
-                how = f"registry.add(...) for each {kind}" if kind is not None else "cli.add_command(...)"
-                raise pluggy.PluginValidationError(
-                    impl.plugin,
-                    f"hook {hook_name} of plugin {plugin_name!r} returned a {type(returned).__name__} "
-                    f"instead of calling {how}; agl ignores return values, so it would register nothing. "
-                    "Call the registry (or cli) and return None.",
-                )
+    def _entering_hook(self, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        self._stage = hook_name
+
+    def _leaving_hook(self, outcome: Any, hook_name: str, hook_impls: Any, kwargs: Any) -> None:
+        if outcome.exception is None:  # a raising hook keeps its name as the failure's stage
+            self._stage = "validate"
+
+    def _call_commands_hook(self, plugin_name: str, cli: click.Group) -> None:
+        for impl in self._pm.hook.agl_register_commands.get_hookimpls():
+            if impl.plugin_name == plugin_name:
+                returned = impl.function(*[{"cli": cli}[arg] for arg in impl.argnames])
+                self._refuse_returned("agl_register_commands", None, returned)
+
+    def _refuse_returned(self, hook_name: str, kind: str | None, returned: Any) -> None:
+        """Raise when a hook returned something: agl ignores return values, so it registered nothing."""
+        if returned is None:
+            return
+        self._stage = hook_name
+        how = f"registry.add(...) for each {kind}" if kind is not None else "cli.add_command(...)"
+        raise pluggy.PluginValidationError(
+            None,
+            f"hook {hook_name} returned a {type(returned).__name__} instead of calling {how}; agl ignores "
+            "return values, so it would register nothing. Call the registry (or cli) and return None.",
+        )
 
     def _fail(self, record: PluginRecord, plugin: Any, stage: str, exc: BaseException) -> None:
         if self._pm.get_plugin(record.name) is not None:

@@ -16,7 +16,13 @@ agl chat span, an OpenInference span and an OpenLLMetry span in turn); ``triplet
 ``TracerTraceToTriplet(repair_hierarchy=False).adapt`` per span of a rollout of agent, LLM, tool and reward
 spans.
 
-Usage: ``python bench/tracer_bench.py [--calls 20] [--rounds 25] [--spans 5000] [--span-rounds 5]``
+Per-span figures are medians over ``--span-rounds``; ``*_min_us`` (the fastest round) is the figure to
+compare two builds on a busy machine, with ``--cpu-time`` (process CPU time instead of wall time).
+``--spans-only`` skips the LLM calls (HTTP-bound and noisy). To compare with another checkout, run this
+script with that checkout's ``agl_core`` first on ``PYTHONPATH``.
+
+Usage: ``python bench/tracer_bench.py [--calls 20] [--rounds 25] [--spans 5000] [--span-rounds 5]
+[--spans-only] [--cpu-time]``
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
 
+_clock = time.perf_counter
+"""Wall time by default; ``--cpu-time`` measures this process's CPU time (all threads) instead, which a
+busy shared machine disturbs far less."""
+
 MESSAGES = [{"role": "user", "content": "Summarize the plot of a short story in one sentence please."}]
 
 
@@ -51,21 +61,21 @@ def chat(client: openai.OpenAI, stream: bool) -> None:
 
 
 def timed_calls(client: openai.OpenAI, calls: int, stream: bool) -> float:
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(calls):
         chat(client, stream)
-    return (time.perf_counter() - start) / calls * 1e6
+    return (_clock() - start) / calls * 1e6
 
 
 async def traced_calls(
     tracer: OtelTracer, store: InMemoryLightningStore, client: openai.OpenAI, calls: int, stream: bool
 ) -> float:
     attempted = await store.start_rollout(input={})
-    start = time.perf_counter()
+    start = _clock()
     async with tracer.trace_context(rollout_id=attempted.rollout_id, attempt_id=attempted.attempt.attempt_id):
         for _ in range(calls):
             chat(client, stream)
-    elapsed = (time.perf_counter() - start) / calls * 1e6
+    elapsed = (_clock() - start) / calls * 1e6
     assert len(await store.query_spans(attempted.rollout_id)) == calls, "every LLM span must be stored"
     return elapsed
 
@@ -74,13 +84,13 @@ async def traced_spans(
     tracer: OtelTracer, store: InMemoryLightningStore, n: int, emit: Callable[[Any], None]
 ) -> float:
     attempted = await store.start_rollout(input={})
-    start = time.perf_counter()
+    start = _clock()
     async with tracer.trace_context(
         rollout_id=attempted.rollout_id, attempt_id=attempted.attempt.attempt_id
     ) as otel:
         for _ in range(n):
             emit(otel)
-    elapsed = (time.perf_counter() - start) / n * 1e6
+    elapsed = (_clock() - start) / n * 1e6
     assert len(await store.query_spans(attempted.rollout_id)) == n
     return elapsed
 
@@ -138,10 +148,10 @@ def normalise_us(n: int) -> float:
     spans = llm_span_shapes()
     for span in spans:  # warm up (imports, regex compilation)
         read_llm_call(span)
-    start = time.perf_counter()
+    start = _clock()
     for i in range(n):
         assert read_llm_call(spans[i % 3]) is not None
-    return (time.perf_counter() - start) / n * 1e6
+    return (_clock() - start) / n * 1e6
 
 
 def rollout_spans(turns: int) -> list[Any]:
@@ -197,19 +207,19 @@ def triplet_adapter_us(turns: int) -> float:
     spans = rollout_spans(turns)
     adapter = TracerTraceToTriplet(repair_hierarchy=False)
     adapter.adapt(spans[:5])  # warm up
-    start = time.perf_counter()
+    start = _clock()
     triplets = adapter.adapt(spans)
-    elapsed = time.perf_counter() - start
+    elapsed = _clock() - start
     assert len(triplets) == turns and triplets[-1].reward == 1.0
     return elapsed / len(spans) * 1e6
 
 
 def bare_sdk_span_us(n: int) -> float:
     tracer = TracerProvider().get_tracer("bench")
-    start = time.perf_counter()
+    start = _clock()
     for _ in range(n):
         tracer.start_span("plain").end()
-    return (time.perf_counter() - start) / n * 1e6
+    return (_clock() - start) / n * 1e6
 
 
 def main() -> None:
@@ -218,7 +228,12 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=5000, help="spans per round")
     parser.add_argument("--rounds", type=int, default=25, help="LLM rounds (paired batches)")
     parser.add_argument("--span-rounds", type=int, default=5)
+    parser.add_argument("--spans-only", action="store_true", help="skip the LLM-call rounds")
+    parser.add_argument("--cpu-time", action="store_true", help="time with process CPU time, not wall time")
     args = parser.parse_args()
+    global _clock
+    if args.cpu_time:
+        _clock = time.process_time
 
     store = InMemoryLightningStore()
     results: dict[str, Any] = {
@@ -229,7 +244,7 @@ def main() -> None:
     }
     with FakeOpenAIServer(token_ids="always") as server:
         client = openai.OpenAI(api_key="bench", base_url=server.base_url)
-        for stream in (False, True):
+        for stream in () if args.spans_only else (False, True):
             chat(client, stream)  # warm up connections
             rounds: dict[str, list[float]] = {"plain": [], "instrumented_untraced": [], "traced": []}
             for _ in range(args.rounds):
@@ -278,18 +293,19 @@ def main() -> None:
     finally:
         tracer.teardown_worker(0)
     results["bridge_mode"] = tracer.bridge_mode
-    results["global_api_span_us"] = round(statistics.median(global_us), 2)
-    results["normalise_llm_span_us"] = round(
-        statistics.median(normalise_us(args.spans) for _ in range(args.span_rounds)), 2
-    )
-    results["triplet_adapter_span_us"] = round(
-        statistics.median(triplet_adapter_us(min(args.spans // 2, 200)) for _ in range(args.span_rounds)), 2
-    )
-    results["emit_reward_us"] = round(statistics.median(reward_us), 2)
-    results["otel_span_us"] = round(statistics.median(span_us), 2)
-    results["otel_sdk_span_us"] = round(
-        statistics.median(bare_sdk_span_us(args.spans) for _ in range(args.span_rounds)), 2
-    )
+    normalise = [normalise_us(args.spans) for _ in range(args.span_rounds)]
+    adapter = [triplet_adapter_us(min(args.spans // 2, 200)) for _ in range(args.span_rounds)]
+    sdk = [bare_sdk_span_us(args.spans) for _ in range(args.span_rounds)]
+    for name, values in (
+        ("global_api_span", global_us),
+        ("normalise_llm_span", normalise),
+        ("triplet_adapter_span", adapter),
+        ("emit_reward", reward_us),
+        ("otel_span", span_us),
+        ("otel_sdk_span", sdk),
+    ):
+        results[f"{name}_us"] = round(statistics.median(values), 2)
+        results[f"{name}_min_us"] = round(min(values), 2)
     results["python"] = platform.python_version()
     results["openai"] = openai.__version__
     print(json.dumps(results, indent=2))

@@ -48,11 +48,20 @@ Severity = Literal["error", "warning", "info"]
 """``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
 DropReason = Literal[
-    "agent_mismatch", "in_reward", "duplicate", "nested", "merged", "no_token_ids", "not_joined", "side_call"
+    "agent_mismatch",
+    "in_reward",
+    "duplicate",
+    "nested",
+    "merged",
+    "no_token_ids",
+    "not_joined",
+    "side_call",
+    "refused",
 ]
 """Why an LLM-call span produced no triplet. ``duplicate`` / ``nested``: the same path recorded the call
 twice; ``merged``: the other path (tracer or proxy) recorded it too and that record was read;
-``side_call``: the proxy marked it a harness side call."""
+``side_call``: the proxy marked it a harness side call; ``refused``: the proxy refused the request itself
+(reported as ``proxy_refused``)."""
 
 _LLM_LOOKALIKE = re.compile(r"(?i)chat|complet|llm|generat|openai|anthropic|gemini|litellm|invoke_model")
 _FIX_TOKEN_IDS = (

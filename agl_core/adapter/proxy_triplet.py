@@ -28,7 +28,7 @@ from agl_core.adapter.diagnostics import (
 from agl_core.adapter.trace_tree import TraceTree, agent_name
 from agl_core.adapter.triplet import DEFAULT_LLM_CALL_MATCH
 from agl_core.emitter import get_reward_value
-from agl_core.semconv import AGL_LLM_SIDE_CALL
+from agl_core.semconv import AGL_LLM_REFUSED, AGL_LLM_SIDE_CALL
 from agl_core.types import Span, SpanLike, Triplet
 
 __all__ = ["LlmProxyTraceToTriplet"]
@@ -195,6 +195,9 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
         record: AdaptRecord,
     ) -> _Item | None:
         """The usable call of one proxy span, or None after recording why it was dropped."""
+        if span.attributes.get(AGL_LLM_REFUSED):  # reported as proxy_refused
+            record.dropped.append(DroppedCall(span, "refused"))
+            return None
         if span.attributes.get(AGL_LLM_SIDE_CALL) is not None:
             record.dropped.append(DroppedCall(span, "side_call", str(span.attributes[AGL_LLM_SIDE_CALL])))
             return None

@@ -31,7 +31,13 @@ from agl_core.adapter.diagnostics import (
 )
 from agl_core.adapter.trace_tree import TraceNode, TraceTree, agent_name
 from agl_core.emitter import get_reward_value, is_reward_span
-from agl_core.semconv import AGL_LLM_SIDE_CALL, AGL_OPERATION, AGL_REWARD, LightningSpanAttributes
+from agl_core.semconv import (
+    AGL_LLM_REFUSED,
+    AGL_LLM_SIDE_CALL,
+    AGL_OPERATION,
+    AGL_REWARD,
+    LightningSpanAttributes,
+)
 from agl_core.types import Span, SpanLike, Triplet
 from agl_core.utils.otel import filter_and_unflatten_attributes
 
@@ -192,10 +198,15 @@ class TracerTraceToTriplet(TraceToTripletBase):
         if self.repair_hierarchy:
             tree.repair_hierarchy()
         calls = self._select(tree, record)
-        side_calls = [c for c in calls if c.node.span.attributes.get(AGL_LLM_SIDE_CALL) is not None]
-        for call in side_calls:  # harness side calls (marked by the LLM proxy) are not training samples
-            record.dropped.append(DroppedCall(call.node.span, "side_call", agent_name=call.agent))
-        calls = [c for c in calls if c not in side_calls]
+        kept = []
+        for call in calls:  # the LLM proxy's refusals and marked harness side calls are no training samples
+            attributes = call.node.span.attributes
+            if attributes.get(AGL_LLM_REFUSED) or attributes.get(AGL_LLM_SIDE_CALL) is not None:
+                reason: DropReason = "refused" if attributes.get(AGL_LLM_REFUSED) else "side_call"
+                record.dropped.append(DroppedCall(call.node.span, reason, agent_name=call.agent))
+            else:
+                kept.append(call)
+        calls = kept
         for call in calls:
             call.triplet = _fill_messages(self.span_to_triplet(call.records.best, call.agent), call.records)
         if self.skip_empty_token_spans:

@@ -17,7 +17,7 @@ import click
 
 from agl_core import __version__
 from agl_core.cli.errors import AglUserError, ExitCode, debug_enabled, user_error_from
-from agl_core.cli.lazy import LazyCommand
+from agl_core.lazy_command import LazyCommand
 from agl_core.plugins import ENTRY_POINT_GROUP, PluginManager, get_plugin_manager
 
 __all__ = ["AglGroup", "AglUserError", "ExitCode", "build_cli", "main"]

@@ -108,11 +108,14 @@ def user_error_from(exc: BaseException) -> AglUserError | None:
     if isinstance(exc, (AglError, InvalidRequestError)):
         return AglUserError(_first_line(exc), exit_code=ExitCode.BAD_INPUT)
     if isinstance(exc, sqlite3.DatabaseError):
-        return AglUserError(
-            f"the database cannot be used: {_first_line(exc)}",
-            hint="check the --store path; see docs/guarantees.md for recovering a damaged database",
-            exit_code=ExitCode.DATA,
-        )
+        reason = _first_line(exc)
+        if "readonly" in reason or "read-only" in reason:
+            hint = "the file or its file system is read-only: serve a writable copy, or read it with ?mode=ro"
+        elif "disk is full" in reason:
+            hint = "free space on the disk that holds the --store file"
+        else:
+            hint = "check the --store path; see docs/guarantees.md for recovering a damaged database"
+        return AglUserError(f"the database cannot be used: {reason}", hint=hint, exit_code=ExitCode.DATA)
     if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
         reason = exc.strerror or _first_line(exc)

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from agl_core.cli.store_inspect import add_inspection_commands
+
+if TYPE_CHECKING:
+    from agl_core.store.base import LightningStore
 
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
 
@@ -104,6 +109,13 @@ add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/c
     help="Largest request body accepted (bigger ones get HTTP 413).",
 )
 @click.option(
+    "--max-connections",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Most open connections; beyond it the one that waited longest for its request is closed "
+    "[default: the open-file limit (ulimit -n) less 64].",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -117,12 +129,16 @@ def serve(
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
     max_body_bytes: int,
+    max_connections: int | None,
     log_level: str,
 ) -> None:
     """Serve a store over HTTP until SIGINT/SIGTERM, then shut down gracefully.
 
-    On a signal the server stops accepting connections, lets in-flight requests finish, closes the
-    store (flushing everything it acknowledged) and exits with status 0.
+    Before serving, the store is checked: opened, read once and written once (a span sequence id of a
+    reserved rollout id). A failure exits at once with one line and the documented code: 3 for a wrong
+    URI, 4 when its server cannot be reached, 5 when it cannot be used (read-only, damaged), 6 when the
+    port is taken. On a signal the server stops accepting connections, lets in-flight requests finish,
+    closes the store (flushing everything it acknowledged) and exits with status 0.
     """
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
@@ -133,25 +149,64 @@ def serve(
         )
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
-    try:
-        asyncio.run(
-            _serve(
-                store_uri,
-                host,
-                port,
-                token or None,
-                list(cors_origins) or None,
-                max_body_bytes,
-                list(allowed_hosts) or None,
-            )
+    asyncio.run(
+        _serve(
+            store_uri,
+            host,
+            port,
+            token or None,
+            list(cors_origins) or None,
+            max_body_bytes,
+            list(allowed_hosts) or None,
+            max_connections,
         )
-    except OSError as exc:
-        from agl_core.cli.errors import AglUserError, ExitCode
+    )
 
+
+START_CHECK_ROLLOUT_ID = "ro-agl-start-check"
+"""The rollout id whose span sequence counter `check_store` advances: the write of the start check."""
+
+START_CHECK_TIMEOUT = 15.0
+"""Seconds each call of the start check may take (a store that does not answer counts as unreachable)."""
+
+
+async def check_store(store: LightningStore, uri: str) -> None:
+    """Read the store once and, unless it is read-only, write it once, before serving it.
+
+    The write advances the span sequence counter of `START_CHECK_ROLLOUT_ID`, a rollout id no store
+    issues, so nothing a user lists changes.
+
+    Raises:
+        AglUserError: the store failed, with its one-line reason and the documented exit code (3 a wrong
+            value, 4 unreachable, 5 unusable: read-only, full or damaged).
+    """
+    from agl_core.cli.errors import AglUserError, ExitCode, user_error_from
+
+    step = "read"
+    try:
+        await asyncio.wait_for(store.query_rollouts(limit=1), START_CHECK_TIMEOUT)
+        if not getattr(store, "read_only", False):
+            step = "write"
+            await asyncio.wait_for(
+                store.get_next_span_sequence_id(START_CHECK_ROLLOUT_ID, "at-agl-start-check"),
+                START_CHECK_TIMEOUT,
+            )
+    except asyncio.TimeoutError as exc:
         raise AglUserError(
-            f"cannot serve on {host}:{port}: {exc.strerror or exc}",
-            hint="pick another --port (0 picks a free one) or stop the process that holds it",
-            exit_code=ExitCode.BUSY,
+            f"the store {uri} failed its start check ({step}): no answer within {START_CHECK_TIMEOUT:g} s",
+            hint="check that its server runs and the URI names it",
+            exit_code=ExitCode.UNREACHABLE,
+        ) from exc
+    except Exception as exc:
+        error = user_error_from(exc)
+        if error is None and isinstance(exc, ValueError):  # the store contract's "bad argument"
+            error = AglUserError(str(exc), hint="check the --store URI", exit_code=ExitCode.BAD_INPUT)
+        if error is None:
+            raise
+        raise AglUserError(
+            f"the store {uri} failed its start check ({step}): {error.format_message()}",
+            hint=error.hint,
+            exit_code=error.exit_code,
         ) from exc
 
 
@@ -163,11 +218,19 @@ async def _serve(
     cors_origins: list[str] | None,
     max_body_bytes: int,
     allowed_hosts: list[str] | None = None,
+    max_connections: int | None = None,
 ) -> None:
+    from agl_core.cli.errors import AglUserError, ExitCode
     from agl_core.store import open_store
     from agl_core.store.http.server import LightningStoreServer
 
     store = open_store(store_uri)
+    try:
+        await check_store(store, store_uri)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await store.close()
+        raise
     server = LightningStoreServer(
         store,
         host,
@@ -176,6 +239,7 @@ async def _serve(
         cors_origins=cors_origins,
         max_body_bytes=max_body_bytes,
         allowed_hosts=allowed_hosts,
+        max_connections=max_connections,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -185,7 +249,14 @@ async def _serve(
         except NotImplementedError:  # pragma: no cover - Windows
             signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
     try:
-        await server.start()
+        try:
+            await server.start()
+        except OSError as exc:
+            raise AglUserError(
+                f"cannot serve on {host}:{port}: {exc.strerror or exc}",
+                hint="pick another --port (0 picks a free one) or stop the process that holds it",
+                exit_code=ExitCode.BUSY,
+            ) from exc
         click.echo(
             f"agl store: serving {type(store).__name__} ({store_uri}) at {server.endpoint} "
             f"(pid {os.getpid()}{', token required' if token else ''})",

@@ -2,12 +2,14 @@
 
 Compact JSON, ``bytes`` in and out so request and response bodies never take a detour through ``str``;
 one encoder is reused instead of being built per call. ``NaN``, ``Infinity`` and integers beyond 64
-bits, which some model servers emit, parse as Python does.
+bits, which some model servers emit, parse as Python does; :func:`dumps_str` (what the proxy records and
+translates) writes non-finite numbers as ``null``, so a recorded call is always valid JSON for the store.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 __all__ = ["MAX_DEPTH", "dumps", "dumps_str", "loads", "too_deep"]
@@ -17,6 +19,9 @@ MAX_DEPTH = 254
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
 _encode = _ENCODER.encode
+_encode_finite = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=False, allow_nan=False
+).encode
 
 
 def loads(data: bytes | str) -> Any:
@@ -33,8 +38,21 @@ def dumps(value: Any) -> bytes:
 
 
 def dumps_str(value: Any) -> str:
-    """Serialize ``value`` to a compact JSON string."""
-    return _encode(value)
+    """Serialize ``value`` to a compact JSON string, with ``NaN`` and infinities as ``null``."""
+    try:
+        return _encode_finite(value)
+    except ValueError:  # a non-finite float somewhere: the rare case pays for one walk
+        return _encode_finite(_finite(value))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def too_deep(raw: bytes, value: Any) -> bool:

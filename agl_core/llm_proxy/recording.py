@@ -299,9 +299,11 @@ def span_attributes(exchange: Exchange, response: Mapping[str, Any] | None) -> d
     for key, value in request.items():  # one pass: sampling attributes and the other parameters
         if key in _CONTENT_KEYS:
             continue
+        if type(value) is float and value - value != 0:  # NaN/Infinity: null (JSON has neither)
+            value = None
         parameters[key] = value
         attr = _SAMPLING_BY_KEY.get(key)
-        if attr is not None and type(value) in _NUMBER_TYPES and value - value == 0:  # NaN/inf: JSON null
+        if attr is not None and type(value) in _NUMBER_TYPES:
             attrs[attr] = value
         elif key == "stop":
             if isinstance(value, str):

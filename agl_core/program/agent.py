@@ -223,21 +223,34 @@ class ProgramAgent(LitAgent[Any]):
     # -- what the program sees ---------------------------------------------------------------------
 
     def context(self, task: Any, resources: NamedResources, rollout: Rollout) -> dict[str, Any]:
-        """The values templates and ``env_map`` paths read: input, resources, ids and mode."""
+        """The values templates and ``env_map`` paths read: input, resources, ids, mode and LLM URLs.
+
+        ``work_dir`` (the attempt's working folder) is added once the folder exists.
+
+        ``urls`` holds ``OPENAI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` of the rollout's LLM (empty without
+        one), for programs configured on their command line: ``{urls.OPENAI_BASE_URL}``.
+        """
         attempt = getattr(rollout, "attempt", None)
+        llm = _pick_llm(resources, self.llm)
+        urls: dict[str, str] = {}
+        if isinstance(llm, ProxyLLM) and attempt is not None:
+            urls = rollout_urls(llm.endpoint, rollout.rollout_id, attempt.attempt_id)
+        elif llm is not None:
+            url = llm.get_base_url().rstrip("/")
+            urls = {"OPENAI_BASE_URL": url, "ANTHROPIC_BASE_URL": url.removesuffix("/v1")}
         return {
             "input": task,
             "resources": {name: _resource_dump(value) for name, value in resources.items()},
             "rollout_id": rollout.rollout_id,
             "attempt_id": attempt.attempt_id if attempt is not None else "",
             "mode": rollout.mode or "",
+            "urls": urls,
         }
 
     def environment(
         self,
         context: Mapping[str, Any],
         resources: NamedResources,
-        rollout: Rollout,
         folder: AttemptFolder,
         store_url: str | None,
     ) -> dict[str, str]:
@@ -248,13 +261,8 @@ class ProgramAgent(LitAgent[Any]):
             env = {name: os.environ[name] for name in _MINIMAL_ENV if name in os.environ}
         env.update({name: render(value, context) for name, value in self.env.items()})
         llm = _pick_llm(resources, self.llm)
+        urls = context["urls"]
         if llm is not None:
-            attempt = getattr(rollout, "attempt", None)
-            if isinstance(llm, ProxyLLM) and attempt is not None:
-                urls = rollout_urls(llm.endpoint, rollout.rollout_id, attempt.attempt_id)
-            else:
-                url = llm.get_base_url().rstrip("/")
-                urls = {"OPENAI_BASE_URL": url, "ANTHROPIC_BASE_URL": url.removesuffix("/v1")}
             env.update(
                 urls,
                 OPENAI_API_BASE=urls["OPENAI_BASE_URL"],
@@ -292,8 +300,6 @@ class ProgramAgent(LitAgent[Any]):
 
         store = self._store()
         context = self.context(task, resources, rollout)
-        argv = [render(item, context) for item in self.argv]
-        stdin = None if self.stdin is None else render(self.stdin, context).encode("utf-8")
         folder = await make_attempt_folder(
             rollout.rollout_id,
             str(context["attempt_id"]),
@@ -304,9 +310,11 @@ class ProgramAgent(LitAgent[Any]):
         )
         try:
             context["work_dir"] = str(folder.work)
+            argv = [render(item, context) for item in self.argv]
+            stdin = None if self.stdin is None else render(self.stdin, context).encode("utf-8")
             (folder.io / "input.json").write_text(json.dumps(task, default=str), encoding="utf-8")
             (folder.io / "resources.json").write_text(json.dumps(context["resources"]), encoding="utf-8")
-            env = self.environment(context, resources, rollout, folder, getattr(store, "url", None))
+            env = self.environment(context, resources, folder, getattr(store, "url", None))
             timeout = self.timeout if self.timeout is not None else rollout.config.timeout_seconds
             launch = ProgramLaunch(argv, env, folder.work, stdin, timeout, self.tail_bytes)
             started = time.time()

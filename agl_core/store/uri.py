@@ -7,6 +7,7 @@ Schemes come from the store registry: a store registered with ``schemes=[...]`` 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from agl_core.registry import uri_scheme
 from agl_core.store.base import LightningStore
@@ -38,16 +39,27 @@ def open_store(uri: str, **kwargs: Any) -> LightningStore:
     The store registry builds it (:meth:`agl_core.registry.Registry.create`), as ``Trainer(store=uri)`` does.
 
     Raises:
-        InvalidRequestError: the URI has no scheme.
+        InvalidRequestError: the URI has no scheme, or the store's URI parser refused it.
         UnknownComponentError: no installed store opens that scheme (the message lists the known
             schemes and, for first-party plugins, the package to install).
         ComponentSpecError: the store registered for the scheme built something that is not a
             `LightningStore` (a `TypeError`).
     """
+    from agl_core.errors import AglError
     from agl_core.plugins import get_registries
 
-    parse_store_uri(uri)
-    return get_registries().store.create(uri, **kwargs)
+    scheme = parse_store_uri(uri)
+    try:
+        if scheme in ("http", "https"):  # the client parses its URL only at the first request
+            parts = urlsplit(uri)
+            if not parts.hostname or parts.port == 0:
+                raise ValueError("it names no host and port, e.g. http://127.0.0.1:4747")
+        return get_registries().store.create(uri, **kwargs)
+    except ValueError as exc:
+        if isinstance(exc, AglError):
+            raise
+        # a URL parser's complaint ("Invalid IPv6 URL", a port that is not a number, ...)
+        raise InvalidRequestError(f"Store URI {uri!r} is malformed: {exc}.") from exc
 
 
 def check_store_uri(uri: str) -> None:

@@ -57,7 +57,7 @@ def log_attributes(attributes: Mapping[str, Any] | None, body: Any) -> dict[str,
     return out
 
 
-class LightningLogProcessor(LogRecordProcessor):  # type: ignore[misc,valid-type]
+class LightningLogProcessor(LogRecordProcessor):
     """Adds each log record emitted under a live rollout span to that span as an event."""
 
     def on_emit(self, log_record: Any) -> None:

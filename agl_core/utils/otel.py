@@ -147,11 +147,9 @@ def unflatten_attributes(flat_data: Mapping[str, Any]) -> dict[str, Any] | list[
             return node
         for key in node:
             node[key] = listify(node[key])
-        if (
-            node
-            and all(key.isdigit() for key in node)
-            and sorted(int(key) for key in node) == list(range(len(node)))
-        ):
+        # keys exactly "0".."n-1" (compared as text: an index like "4294967294" or 5,000 digits costs
+        # nothing and never becomes a list)
+        if node and node.keys() == {str(i) for i in range(len(node))}:
             return [node[str(i)] for i in range(len(node))]
         return node
 

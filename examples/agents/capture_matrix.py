@@ -25,7 +25,6 @@ sys.path[:0] = [str(HERE), str(HERE / "tests")]
 
 import conftest  # noqa: E402,F401  (offline settings for the frameworks)
 from harness import CapturePath, capture_summary, run_agent  # noqa: E402
-from scripted_model import calculator_model  # noqa: E402
 
 from agl_core.testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
@@ -72,80 +71,193 @@ def _fresh_dspy() -> Iterator[None]:
     yield
 
 
-def _agents() -> list[tuple[str, str, Any, Setting, Callable[[dict[str, Any]], Any], Setting]]:
-    """(framework, setting, rollout entry, tracer-path setup, fake model's script, setup for both paths)."""
-    from adk_agent.rollout import adk_rollout
-    from agno_agent.rollout import agno_rollout
-    from anthropic_agent import rollout as anthropic_entry
-    from autogen_agent.rollout import autogen_rollout
-    from dspy_agent.rollout import dspy_rollout
-    from haystack_agent.rollout import haystack_rollout
-    from langchain_agent.rollout import create_agent_rollout, create_agent_stream_rollout
-    from langgraph_agent.rollout import langgraph_rollout
-    from litellm_agent import rollout as litellm_entry
-    from openai_agents_sdk.rollout import agents_sdk_chat_rollout, agents_sdk_rollout
-    from pydantic_ai_agent import rollout as pydantic_entry
-    from scripted_model import dspy_model, final_answer_model
-    from semantic_kernel_agent.rollout import diagnostics, semantic_kernel_rollout
-    from smolagents_agent.rollout import smolagents_rollout
+def _entry(target: str) -> Any:
+    """``module:attribute`` (or a module) of an example agent, imported when its row runs; None when its
+    framework is not installed in this venv."""
+    import importlib
 
+    module, _, attribute = target.partition(":")
+    try:
+        value: Any = importlib.import_module(module)
+    except ImportError:
+        return None
+    return getattr(value, attribute) if attribute else value
+
+
+def _hooks(target: str) -> Setting:
+    """The ``instrument``/``uninstrument`` pair of an example's rollout module as a setting."""
+
+    @contextmanager
+    def setting() -> Iterator[None]:
+        module = _entry(target)
+        module.instrument()
+        try:
+            yield
+        finally:
+            module.uninstrument()
+
+    return setting
+
+
+@contextmanager
+def _sk_diagnostics() -> Iterator[None]:
+    with _entry("semantic_kernel_agent.rollout:diagnostics")(sensitive=True):
+        yield
+
+
+def _agents() -> list[tuple[str, str, str, Setting, str, Setting]]:
+    """(framework, setting, rollout entry, tracer-path setup, fake model's script, setup for both paths)."""
     content = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-    plain = calculator_model
     return [
-        ("openai-agents (Responses)", "default", agents_sdk_rollout, _nothing, plain, _nothing),
-        ("openai-agents (chat completions)", "default", agents_sdk_chat_rollout, _nothing, plain, _nothing),
-        ("langgraph + langchain-openai", "default", langgraph_rollout, _nothing, plain, _nothing),
+        (
+            "openai-agents (Responses)",
+            "default",
+            "openai_agents_sdk.rollout:agents_sdk_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        (
+            "openai-agents (chat completions)",
+            "default",
+            "openai_agents_sdk.rollout:agents_sdk_chat_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        (
+            "langgraph + langchain-openai",
+            "default",
+            "langgraph_agent.rollout:langgraph_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
         (
             "litellm",
             "openinference",
-            litellm_entry.litellm_rollout,
-            _calls(litellm_entry.instrument, litellm_entry.uninstrument),
-            plain,
+            "litellm_agent.rollout:litellm_rollout",
+            _hooks("litellm_agent.rollout"),
+            "calculator_model",
             _nothing,
         ),
         (
             "anthropic",
             "content on",
-            anthropic_entry.anthropic_rollout,
-            _calls(anthropic_entry.instrument, anthropic_entry.uninstrument),
-            plain,
+            "anthropic_agent.rollout:anthropic_rollout",
+            _hooks("anthropic_agent.rollout"),
+            "calculator_model",
             _nothing,
         ),
-        ("autogen-agentchat", "default", autogen_rollout, _nothing, plain, _nothing),
-        ("pydantic-ai", "default", pydantic_entry.pydantic_ai_rollout, _nothing, plain, _nothing),
+        (
+            "autogen-agentchat",
+            "default",
+            "autogen_agent.rollout:autogen_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        (
+            "pydantic-ai",
+            "default",
+            "pydantic_ai_agent.rollout:pydantic_ai_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
         (
             "pydantic-ai",
             "instrument_all()",
-            pydantic_entry.pydantic_ai_rollout,
+            "pydantic_ai_agent.rollout:pydantic_ai_rollout",
             _nothing,
-            plain,
-            _calls(pydantic_entry.instrument, pydantic_entry.uninstrument),
+            "calculator_model",
+            _hooks("pydantic_ai_agent.rollout"),
         ),
-        ("smolagents", "default", smolagents_rollout, _nothing, final_answer_model, _nothing),
-        ("langchain create_agent", "invoke", create_agent_rollout, _nothing, plain, _nothing),
-        ("langchain create_agent", "stream", create_agent_stream_rollout, _nothing, plain, _nothing),
-        ("haystack", "telemetry off", haystack_rollout, _nothing, plain, _nothing),
-        ("agno", "telemetry off", agno_rollout, _nothing, plain, _nothing),
-        ("semantic-kernel", "default", semantic_kernel_rollout, _nothing, plain, _nothing),
+        (
+            "smolagents",
+            "default",
+            "smolagents_agent.rollout:smolagents_rollout",
+            _nothing,
+            "final_answer_model",
+            _nothing,
+        ),
+        (
+            "langchain create_agent",
+            "invoke",
+            "langchain_agent.rollout:create_agent_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        (
+            "langchain create_agent",
+            "stream",
+            "langchain_agent.rollout:create_agent_stream_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        (
+            "haystack",
+            "telemetry off",
+            "haystack_agent.rollout:haystack_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
+        ("agno", "telemetry off", "agno_agent.rollout:agno_rollout", _nothing, "calculator_model", _nothing),
+        (
+            "semantic-kernel",
+            "default",
+            "semantic_kernel_agent.rollout:semantic_kernel_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
         (
             "semantic-kernel",
             "diagnostics (sensitive)",
-            semantic_kernel_rollout,
+            "semantic_kernel_agent.rollout:semantic_kernel_rollout",
             _nothing,
-            plain,
-            lambda: diagnostics(sensitive=True),
+            "calculator_model",
+            _sk_diagnostics,
         ),
-        ("dspy", "default", dspy_rollout, _nothing, dspy_model, _fresh_dspy),
-        ("google-adk", "default", adk_rollout, _nothing, plain, _nothing),
-        ("google-adk", "content capture", adk_rollout, _nothing, plain, lambda: _env(content, "true")),
+        ("dspy", "default", "dspy_agent.rollout:dspy_rollout", _nothing, "dspy_model", _fresh_dspy),
+        ("google-adk", "default", "adk_agent.rollout:adk_rollout", _nothing, "calculator_model", _nothing),
+        (
+            "google-adk",
+            "content capture",
+            "adk_agent.rollout:adk_rollout",
+            _nothing,
+            "calculator_model",
+            lambda: _env(content, "true"),
+        ),
+        ("crewai", "default", "crewai_agent.rollout:crewai_rollout", _nothing, "calculator_model", _nothing),
+        (
+            "llama-index",
+            "default",
+            "llama_index_agent.rollout:llama_index_rollout",
+            _nothing,
+            "calculator_model",
+            _nothing,
+        ),
     ]
 
 
 def main(argv: list[str]) -> None:
     paths: tuple[CapturePath, ...] = ("tracer", "proxy")
-    for name, setting, agent, tracer_setup, script, both_setup in _agents():
+    import scripted_model
+
+    for name, setting, target, tracer_setup, script_name, both_setup in _agents():
         if argv and not any(word in name for word in argv):
             continue
+        agent = _entry(target)
+        if agent is None:
+            print(
+                json.dumps({"framework": name, "setting": setting, "error": "not installed here"}), flush=True
+            )
+            continue
+        script = getattr(scripted_model, script_name)
         if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
             setting += ", OTEL_SDK_DISABLED=true"
         for path in paths:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from prompt_step import PromptStep
-from tasks import PROMPTS, TASKS, scripted_model
+from tasks import PROMPTS, TASKS, TOOL_TASK, USE_TOOLS, scripted_model
 
 import agl_core as agl
 from agl_core.adapter.doctor import diagnose_rollout
@@ -36,8 +38,13 @@ class RolloutReport:
     kind: str
     prompt: str
     status: str
+    calls_made: int | None
+    """Requests the model server answered for this rollout (offline only)."""
     llm_calls: int
     with_token_ids: int
+    exact_token_ids: int
+    """Calls whose prompt and response ids all decode with the fake model's tokenizer: the model server's own
+    ids, unchanged (counted offline only; with a real server it equals ``with_token_ids``)."""
     reward: float | None
     doctor_ok: bool
     program: dict[str, Any] = field(default_factory=dict)
@@ -53,17 +60,46 @@ class RunReport:
     model_requests: int | None
 
 
+def _conversation_key(request: dict[str, Any]) -> tuple[str, bool]:
+    """Which rollout a model request belongs to: its task kind and whether the tool prompt was in it."""
+    text = json.dumps(request.get("messages", []))
+    return ("tool" if TOOL_TASK["question"] in text else "plain", USE_TOOLS in text)
+
+
 @contextlib.contextmanager
-def model_server(model_url: str | None) -> Iterator[tuple[str, FakeOpenAIServer | None]]:
-    """``model_url``, or the scripted fake model on a local port (token ids on every answer, as vLLM)."""
+def model_server(
+    model_url: str | None, made: Counter[tuple[str, bool]]
+) -> Iterator[tuple[str, FakeOpenAIServer | None]]:
+    """``model_url``, or the scripted fake model on a local port (token ids on every answer, as vLLM),
+    counting in ``made`` the requests it answers per task kind and prompt."""
     if model_url is not None:
         yield model_url, None
         return
-    with FakeOpenAIServer(scripted_model, token_ids="always") as server:
+
+    def counted(request: dict[str, Any]) -> Any:
+        made[_conversation_key(request)] += 1
+        return scripted_model(request)
+
+    with FakeOpenAIServer(counted, token_ids="always") as server:
         yield server.base_url, server
 
 
-async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, str]) -> list[RolloutReport]:
+def _decodes(fake: FakeOpenAIServer | None, ids: Any) -> bool:
+    if fake is None:
+        return True
+    try:
+        fake.tokenizer.decode(ids)
+    except KeyError:
+        return False
+    return True
+
+
+async def _report(
+    store: InMemoryLightningStore,
+    resources_prompts: dict[str, str],
+    fake: FakeOpenAIServer | None,
+    made: Counter[tuple[str, bool]],
+) -> list[RolloutReport]:
     out = []
     for rollout in await store.query_rollouts():
         spans = list(await store.query_spans(rollout.rollout_id, "latest"))
@@ -73,16 +109,26 @@ async def _report(store: InMemoryLightningStore, resources_prompts: dict[str, st
             for s in calls
             if s.attributes.get("prompt_token_ids") and s.attributes.get("response_token_ids")
         ]
+        exact = [
+            s
+            for s in with_ids
+            if _decodes(fake, s.attributes["prompt_token_ids"])
+            and _decodes(fake, s.attributes["response_token_ids"])
+        ]
         doctor = await diagnose_rollout(store, rollout.rollout_id, adapter="proxy-triplet")
         program = next((dict(s.attributes) for s in spans if s.name == PROGRAM_SPAN), {})
+        kind = str(rollout.input.get("kind"))
+        prompt = resources_prompts.get(rollout.resources_id or "", "")
         out.append(
             RolloutReport(
                 rollout_id=rollout.rollout_id,
-                kind=str(rollout.input.get("kind")),
-                prompt=resources_prompts.get(rollout.resources_id or "", ""),
+                kind=kind,
+                prompt=prompt,
+                calls_made=None if fake is None else made[(kind, USE_TOOLS in prompt)],
                 status=rollout.status,
                 llm_calls=len(calls),
                 with_token_ids=len(with_ids),
+                exact_token_ids=len(exact),
                 reward=find_final_reward(spans),
                 doctor_ok=doctor.report.ok,
                 program=program,
@@ -101,10 +147,14 @@ def train(
     strategy: str = "shm",
     n_runners: int = 2,
 ) -> RunReport:
-    """Run ``agent`` on ``tasks`` under one :class:`PromptStep` over ``prompts``; report every rollout."""
+    """Run ``agent`` on ``tasks`` under one :class:`PromptStep` over ``prompts``; report every rollout.
+
+    The proxy serves ``model`` (``"*"``: any name the program sends) from the model server.
+    """
     store = InMemoryLightningStore()
     step = PromptStep(prompts)
-    with model_server(model_url) as (url, fake), LLMProxy({model: url}, store=store) as proxy:
+    made: Counter[tuple[str, bool]] = Counter()
+    with model_server(model_url, made) as (url, fake), LLMProxy({model: url}, store=store) as proxy:
         trainer = agl.Trainer(
             strategy=strategy,
             n_runners=n_runners,
@@ -113,7 +163,7 @@ def train(
             algorithm=step,
             adapter="proxy-triplet",
             llm_proxy=proxy,
-            initial_resources={"llm": proxy.as_resource()},
+            initial_resources={"llm": proxy.as_resource(model="policy" if model == "*" else model)},
             progress=False,
         )
         trainer.fit(agent, list(tasks))
@@ -126,7 +176,7 @@ def train(
                 prompt = update.resources.get("prompt")
                 if prompt is not None:
                     prompts_by_id[update.resources_id] = getattr(prompt, "template", "")
-            return await _report(store, prompts_by_id)
+            return await _report(store, prompts_by_id, fake, made)
 
         rollouts = asyncio.run(collect())
     return RunReport(step.scores, step.best, rollouts, requests)
@@ -134,11 +184,13 @@ def train(
 
 def print_report(report: RunReport) -> None:
     """The run as a table: one line per rollout, then the step's scores and choice."""
-    print(f"{'kind':6} {'status':10} {'calls':>5} {'ids':>4} {'reward':>6} doctor  prompt")
+    header = f"{'made':>4} {'calls':>5} {'ids':>4} {'exact':>5} {'reward':>6}"
+    print(f"{'kind':6} {'status':10} {header} doctor  prompt")
     for r in report.rollouts:
         reward = "-" if r.reward is None else f"{r.reward:g}"
         doctor = "OK" if r.doctor_ok else "NO"
-        counts = f"{r.llm_calls:5} {r.with_token_ids:4}"
+        made = "-" if r.calls_made is None else str(r.calls_made)
+        counts = f"{made:>4} {r.llm_calls:5} {r.with_token_ids:4} {r.exact_token_ids:5}"
         print(f"{r.kind:6} {r.status:10} {counts} {reward:>6} {doctor:6}  {r.prompt!r}")
     for prompt, score in report.scores.items():
         print(f"score {score:.2f}  {prompt!r}")

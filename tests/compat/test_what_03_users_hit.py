@@ -123,3 +123,27 @@ async def test_threaded_wrapper_locks_a_store_that_is_not_thread_safe() -> None:
     assert len(overlap) == 80 and not any(overlap)
     assert len((await store.query_rollouts()).items) == 80
     assert agl.LightningStoreThreaded(agl.InMemoryLightningStore())._lock is None  # agl stores: no lock
+
+
+async def test_raw_http_client_of_03() -> None:
+    """A hand-written 0.3 client: a body-less dequeue, FastAPI's ``detail`` on errors, 200 preflights."""
+    import aiohttp
+
+    server = agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0, cors_origins=["*"])
+    await server.start()
+    base = server.endpoint.rstrip("/") + "/v1/agl"
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(base + "/queues/rollouts/dequeue") as response:
+                assert response.status == 200 and await response.json() == []
+            async with http.post(base + "/rollouts/ro-missing", json={"status": "failed"}) as response:
+                body = await response.json()
+                assert response.status == 404 and body["detail"] == body["error"]["message"]
+            async with http.post(base + "/rollouts", json={"input": None, "bogus": 1}) as response:
+                body = await response.json()
+                assert response.status == 422 and "bogus" in body["detail"]  # as FastAPI answered
+            preflight = {"Origin": "http://ui.example", "Access-Control-Request-Method": "POST"}
+            async with http.options(base + "/rollouts", headers=preflight) as response:
+                assert response.status == 200
+    finally:
+        await server.stop()

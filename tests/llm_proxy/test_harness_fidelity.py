@@ -284,11 +284,10 @@ async def test_refused_requests_are_recorded_and_doctor_names_them(
     assert span.attributes["http.response.status_code"] == 400
     assert span.status.status_code == "ERROR" and "hosted tool" in (span.status.description or "")
     assert span.attributes["gen_ai.request.model"] == "m"
-    report = (await diagnose_rollout(store, rollout.rollout_id, adapter="proxy-triplet")).report
-    assert "proxy_refused" in report.codes()
-    assert (
-        "llm proxy" not in " ".join(p.fix or "" for p in report.problems if p.code != "proxy_refused").lower()
-    )
+    for adapter in ("triplet", "proxy-triplet"):  # no advice to route calls that went through the proxy
+        report = (await diagnose_rollout(store, rollout.rollout_id, adapter=adapter)).report
+        assert [p.code for p in report.problems if p.severity == "error"] == ["proxy_refused"], adapter
+        assert not report.triplets
 
 
 async def test_spans_list_dropped_fields_mark_side_calls_and_strip_volatile_lines(

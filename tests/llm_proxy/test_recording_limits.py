@@ -39,7 +39,9 @@ async def test_a_nan_parameter_is_recorded_as_null(
     assert stats["spans_failed"] == 0 and stats["spans_written"] == 1
     (span,) = (await store.query_spans(started.rollout_id)).items
     assert "gen_ai.request.temperature" not in span.attributes
-    assert json.loads(span.attributes["agl.llm.request.parameters"])["temperature"] is None
+    parameters = span.attributes["agl.llm.request.parameters"]
+    assert "NaN" not in parameters and "Infinity" not in parameters
+    assert json.loads(parameters)["temperature"] is None
 
 
 async def test_an_answer_larger_than_the_store_takes_is_recorded_truncated(

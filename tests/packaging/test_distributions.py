@@ -31,7 +31,11 @@ pytestmark = pytest.mark.slow
 
 
 def _package_name(project: Path) -> str:
-    return "agl_core" if project == ROOT else project.name.replace("-", "_")
+    if project == ROOT:
+        return "agl_core"
+    if project.name == "agentlightning-agl":  # provides 0.3's import name (a replacement of agentlightning)
+        return "agentlightning"
+    return project.name.replace("-", "_")
 
 
 def _distribution_name(project: Path) -> str:

@@ -10,7 +10,7 @@ import click
 
 from agl_core._builtins import BUILTIN_COMMANDS
 from agl_core.cli import build_cli
-from agl_core.cli.lazy import LazyCommand, plain_help
+from agl_core.lazy_command import LazyCommand, plain_help
 from agl_core.plugins import PluginManager
 
 HEAVY_PREFIXES = (

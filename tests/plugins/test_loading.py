@@ -129,7 +129,7 @@ def test_unknown_hook_is_rejected_with_a_suggestion(plugin_manager: PluginManage
     assert "typo" not in plugin_manager.registry("store")
 
 
-def test_unmarked_hook_function_is_still_validated(plugin_manager: PluginManager) -> None:
+def test_a_misspelt_unmarked_hook_function_is_still_validated(plugin_manager: PluginManager) -> None:
     def agl_register_algorithm(registry):
         registry.add("x", Widget)
 
@@ -138,6 +138,19 @@ def test_unmarked_hook_function_is_still_validated(plugin_manager: PluginManager
     )
     assert record.status == "failed"
     assert "agl_register_algorithms" in record.error.message  # type: ignore[union-attr]
+
+
+def test_an_unmarked_hook_fails_the_plugin_instead_of_being_ignored(plugin_manager: PluginManager) -> None:
+    def agl_register_algorithms(registry):
+        registry.add("x", Widget)
+
+    record = plugin_manager.register(
+        plugin_module("bare", agl_register_algorithms=agl_register_algorithms), name="bare"
+    )
+    assert record.status == "failed" and record.error is not None
+    assert record.error.stage == "validate"
+    assert "decorate it with @agl_core.hookimpl" in record.error.message
+    assert "x" not in plugin_manager.registry("algorithm")
 
 
 def test_extra_argument_fails_pluggy_validation(plugin_manager: PluginManager) -> None:
@@ -288,3 +301,12 @@ def test_requirements_are_checked_without_importing(plugin_manager: PluginManage
     assert registry.get("needs-pydantic").available
     assert registry.get("needs-missing").missing == ("agl-definitely-not-installed>=1",)
     assert "found" in registry.get("needs-new-pydantic").missing[0]
+
+
+def test_a_disabled_plugin_is_refused_even_when_registered_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGL_DISABLE_PLUGINS", "good,core")
+    manager = PluginManager(strict=False)
+    assert manager.record("core").status == "ok"  # the built-ins cannot be disabled
+    record = manager.register(good_plugin_module(), name="good", distribution="agl-good")
+    assert record.status == "disabled" and record.disabled_reason == "AGL_DISABLE_PLUGINS=good,core"
+    assert "store-x" not in manager.registry("store")

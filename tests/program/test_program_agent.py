@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pickle
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -15,10 +17,10 @@ import pytest
 import agl_core as agl
 from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
-from agl_core.program import PROGRAM_SPAN, ProgramAgent, ProgramOutcome
+from agl_core.program import PROGRAM_SPAN, ProgramAgent, ProgramOutcome, RolloutHooks
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import FakeOpenAIServer
-from agl_core.types import PromptTemplate
+from agl_core.types import EnqueueRolloutRequest, PromptTemplate, RolloutConfig
 
 PROGRAM = str(Path(__file__).with_name("chat_program.py"))
 QUESTIONS = [{"question": f"what is {i} plus {i}", "id": i} for i in range(6)]
@@ -203,6 +205,50 @@ def test_a_timeout_ends_the_whole_process_group(backend: FakeOpenAIServer, tmp_p
     assert [p.name for p in tmp_path.iterdir()] and all((p / "work").is_dir() for p in tmp_path.iterdir())
 
 
+def test_a_program_killed_by_a_signal_fails_naming_the_signal(backend: FakeOpenAIServer) -> None:
+    script = (
+        "import os, signal, sys; print('about to die', file=sys.stderr, flush=True); os.kill(os.getpid(), 9)"
+    )
+    store = train(ProgramAgent([sys.executable, "-c", script]), backend, QUESTIONS[:1], n_runners=1)
+    rollout = run(store.query_rollouts())[0]
+    assert rollout.status == "failed"
+    spans = run(store.query_spans(rollout.rollout_id, "latest"))
+    [error] = [s for s in spans if s.name == "agentlightning.exception"]
+    assert "was killed by SIGKILL" in error.attributes["exception.message"]
+    assert "about to die" in error.attributes["exception.message"]
+    program = program_span(spans)
+    assert program["agl.program.signal"] == "SIGKILL" and "agl.program.exit_code" not in program
+
+
+class ShortRollouts(RolloutHooks):
+    async def on_enqueue(self, request: EnqueueRolloutRequest) -> EnqueueRolloutRequest:
+        return request.model_copy(update={"config": RolloutConfig(timeout_seconds=4.0)})
+
+
+def test_a_cancelled_attempt_ends_the_process_group_too(backend: FakeOpenAIServer, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time; "
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid)); time.sleep(300)"
+    )
+    # the agent's timeout is longer: the runner cancels it at the rollout's 4 s; the launcher ends the group
+    agent = ProgramAgent([sys.executable, "-c", script], timeout=120)
+    started = time.monotonic()
+    store = train(agent, backend, QUESTIONS[:1], n_runners=1, rollout_hooks=ShortRollouts())
+    assert time.monotonic() - started < 60
+    rollout = run(store.query_rollouts())[0]
+    assert run(store.query_attempts(rollout.rollout_id))[-1].status == "timeout"
+    child = int(pid_file.read_text())
+    for _ in range(200):  # bounded wait until the SIGKILLed child is gone (or a zombie)
+        stat = Path(f"/proc/{child}/stat")
+        if not stat.exists() or stat.read_text().split()[2] in ("Z", "X"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the program's child {child} survived the cancellation")
+
+
 def test_a_missing_program_fails_with_a_clear_reason(backend: FakeOpenAIServer) -> None:
     store = train(ProgramAgent(["no-such-program-agl", "x"]), backend, QUESTIONS[:1], n_runners=1)
     rollout = run(store.query_rollouts())[0]
@@ -222,17 +268,51 @@ def test_template_folder_is_copied_per_attempt_and_stdin_gets_the_input(
     template.mkdir()
     (template / "seed.txt").write_text("seed")
     script = (
-        "import json, sys, pathlib; task = json.load(sys.stdin); "
+        "import json, os, sys, pathlib; task = json.load(sys.stdin); assert sys.argv[1] == os.getcwd(); "
         "pathlib.Path('seed.txt').write_text('changed'); "
         "print(json.dumps({'reward': task['id'] + len(open('seed.txt').read())}))"
     )
-    agent = ProgramAgent([sys.executable, "-c", script], stdin="{input}", template_dir=template)
+    agent = ProgramAgent([sys.executable, "-c", script, "{work_dir}"], stdin="{input}", template_dir=template)
     store = train(agent, backend, QUESTIONS[:3])
     rewards = sorted(
         find_final_reward(run(store.query_spans(r.rollout_id, "latest"))) for r in run(store.query_rollouts())
     )
     assert rewards == [7.0, 8.0, 9.0]
     assert (template / "seed.txt").read_text() == "seed"
+
+
+def test_a_program_agent_pickles_for_process_and_ray_runners() -> None:
+    agent = chat_agent(timeout=5.0)
+    copy = pickle.loads(pickle.dumps(agent))
+    assert isinstance(copy, ProgramAgent) and copy.argv == agent.argv and copy.env_map == agent.env_map
+
+
+def test_a_git_worktree_per_attempt_is_checked_out_and_removed(
+    backend: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "answer.txt").write_text("1.5")
+    subprocess.run([*git, "add", "answer.txt"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "seed"], check=True)
+    script = (
+        "import pathlib, subprocess; value = pathlib.Path('answer.txt').read_text(); "
+        "pathlib.Path('answer.txt').write_text('changed'); "
+        "dirty = subprocess.run(['git', 'status', '--porcelain'], capture_output=True, text=True).stdout; "
+        "print(dirty.strip()); print('{\"reward\": ' + value + '}')"
+    )
+    store = train(ProgramAgent([sys.executable, "-c", script], git_repo=repo), backend, QUESTIONS[:2])
+    for rollout in run(store.query_rollouts()):
+        spans = run(store.query_spans(rollout.rollout_id, "latest"))
+        assert find_final_reward(spans) == 1.5
+        assert (
+            program_span(spans)["agl.program.stdout_tail"].splitlines()[0] == "M answer.txt"
+        )  # no agl files
+    listed = subprocess.run([*git, "worktree", "list"], capture_output=True, text=True, check=True).stdout
+    assert len(listed.strip().splitlines()) == 1  # the attempts' worktrees are gone
+    assert (repo / "answer.txt").read_text() == "1.5"
 
 
 def test_bad_arguments_say_what_to_write() -> None:

@@ -791,6 +791,7 @@ async def test_default_add_otel_span_allocates_sequence_id() -> None:
 
 
 def test_open_store_schemes(plugin_manager: Any) -> None:
+    from agl_core import hookimpl
     from agl_core.errors import UnknownComponentError
     from agl_core.testing import plugin_module
 
@@ -807,6 +808,7 @@ def test_open_store_schemes(plugin_manager: Any) -> None:
             store.uri = uri  # type: ignore[attr-defined]
             return store
 
+    @hookimpl
     def agl_register_stores(registry: Any) -> None:
         registry.add("logictest", UriStore, schemes=["logictest"])
         registry.add("logicbad", lambda uri: object(), schemes=["logicbad"])

@@ -1,20 +1,30 @@
 // Reading spans: rewards, LLM calls as chat messages, token ids, and the parent/child tree.
 // Attribute keys follow agl_core.semconv (the same shapes the adapters read).
 
-const REWARD_DIM = /^agentlightning\.reward\.(\d+)\.(name|value)$/;
+const REWARD_DIM = /^agentlightning\.reward\.(\d{1,4})\.(name|value)$/;
+
+/** Most list entries read from "prefix.<index>.<field>" attributes: a stored span may name any index
+ * (agentlightning.reward.4294967294.value), and a plain array filled at such an index is huge. */
+export const MAX_ATTRIBUTE_INDEX = 1000;
+
+/** Entries of "prefix.<index>.<field>" keys (index <= MAX_ATTRIBUTE_INDEX), in index order. */
+function indexedEntries(attrs, re) {
+  const byIndex = new Map();
+  for (const [key, value] of Object.entries(attrs)) {
+    const m = re.exec(key);
+    if (!m) continue;
+    const i = Number(m[1]);
+    if (!(i <= MAX_ATTRIBUTE_INDEX)) continue;
+    if (!byIndex.has(i)) byIndex.set(i, {});
+    byIndex.get(i)[m[2]] = value;
+  }
+  return [...byIndex.entries()].sort((a, b) => a[0] - b[0]).map((entry) => entry[1]);
+}
 
 /** The reward dimensions of a span: [{name, value}], empty when it carries none. */
 export function spanRewards(span) {
   const attrs = span.attributes || {};
-  const dims = [];
-  for (const [key, value] of Object.entries(attrs)) {
-    const m = REWARD_DIM.exec(key);
-    if (!m) continue;
-    const i = Number(m[1]);
-    dims[i] = dims[i] || { name: null, value: null };
-    dims[i][m[2]] = value;
-  }
-  const found = dims.filter((d) => d && typeof d.value === "number");
+  const found = indexedEntries(attrs, REWARD_DIM).filter((d) => typeof d.value === "number");
   if (found.length) return found.map((d) => ({ name: d.name ?? "primary", value: d.value }));
   const legacy = attrs.reward;
   if ((span.name === "agentlightning.annotation" || span.name === "agentlightning.reward") &&
@@ -44,16 +54,7 @@ function parseJson(value) {
 
 /** Unflatten "prefix.0.role", "prefix.0.content", ... into [{role, content, ...}]. */
 function unflattenList(attrs, prefix) {
-  const out = [];
-  const re = new RegExp("^" + prefix.replace(/\./g, "\\.") + "\\.(\\d+)\\.(.+)$");
-  for (const [key, value] of Object.entries(attrs)) {
-    const m = re.exec(key);
-    if (!m) continue;
-    const i = Number(m[1]);
-    out[i] = out[i] || {};
-    out[i][m[2]] = value;
-  }
-  return out.filter(Boolean);
+  return indexedEntries(attrs, new RegExp("^" + prefix.replace(/\./g, "\\.") + "\\.(\\d{1,4})\\.(.+)$"));
 }
 
 /** A GenAI "parts" message or an OpenAI chat message -> {role, text, toolCalls: [{name, arguments}], toolCallId}. */

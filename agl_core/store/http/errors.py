@@ -23,6 +23,7 @@ StoreError
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from typing import Any
 
@@ -113,15 +114,36 @@ def status_for_exception(exc: BaseException) -> int:
     """The HTTP status for an exception raised while handling a request (500 for anything unexpected).
 
     Store errors keep their meaning (unknown id -> 404, bad argument -> 400, closed -> 503). A plain
-    `ValueError` is a bad argument by the store contract's convention (400); everything else is a
-    server fault.
+    `ValueError` is a bad argument by the store contract's convention (400). A backend that cannot be
+    reached (a connection error or timeout) is 503, so clients retry; a full disk is 507. Everything
+    else is a server fault.
     """
     for cls, status in _STATUS_BY_TYPE:
         if isinstance(exc, cls):
             return status
+    if _disk_full(exc):
+        return 507
     if isinstance(exc, ValueError):
         return 400
+    if isinstance(exc, _OUTAGE) or isinstance(exc.__cause__, _OUTAGE):
+        return 503
     return 500
+
+
+_OUTAGE = (ConnectionError, TimeoutError)
+"""A backend that cannot be reached or did not answer in time: 503, which clients retry."""
+
+
+def _disk_full(exc: BaseException | None, depth: int = 0) -> bool:
+    """Whether `exc` or an error it wraps says the disk is full: ENOSPC, SQLite's ``database or disk is
+    full``, PostgreSQL's ``disk_full`` (SQLSTATE 53100)."""
+    if exc is None or depth > 3:
+        return False
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    if "disk is full" in str(exc) or getattr(exc, "sqlstate", None) == "53100":
+        return True
+    return _disk_full(exc.__cause__ or exc.__context__, depth + 1)
 
 
 def _details(exc: BaseException) -> dict[str, Any]:
@@ -142,7 +164,15 @@ def _details(exc: BaseException) -> dict[str, Any]:
 
 def error_payload(exc: BaseException, status: int) -> dict[str, Any]:
     """The JSON body describing `exc`: ``{"error": {"type", "message", "details"}}``."""
-    if status >= 500 and not isinstance(exc, StoreError):
+    if status == 507:
+        message = (
+            f"The store cannot write: its disk is full ({type(exc).__name__}: {exc}). Free space, then retry."
+        )
+        error_type = "InsufficientStorage"
+    elif status == 503 and not isinstance(exc, StoreError):
+        message = f"The store's backend is unavailable ({type(exc).__name__}: {exc}); retry later."
+        error_type = "StoreUnavailable"
+    elif status >= 500 and not isinstance(exc, StoreError):
         message = f"Internal server error: {type(exc).__name__}: {exc}"
         error_type = "InternalServerError"
     else:

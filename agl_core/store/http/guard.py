@@ -7,9 +7,10 @@ cannot change the store (see docs/store-http.md, "Browser safety"):
   loopback host (DNS rebinding); other names are allowed with ``allowed_hosts``.
 * **Origin**: a request carrying an ``Origin`` that is neither the server itself nor an allowed
   CORS origin is refused (403); the health checks answer any origin.
-* **Content-Type**: mutating requests (POST, PUT, PATCH, DELETE) must be ``application/json``
-  (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a page can send
-  without a preflight -- gets 415.
+* **Content-Type**: mutating requests (POST, PUT, PATCH, DELETE) with a body must be
+  ``application/json`` (or an OTLP type on the OTLP route): a form or ``text/plain`` body -- the kinds a
+  page can send without a preflight -- gets 415. One without a body passes whatever its type (0.3
+  clients send a bare dequeue); a page's request carries an ``Origin`` and meets the Origin rule.
 * **Content-Encoding**: only ``gzip``, ``deflate`` and ``identity``; others get a JSON 415.
 
 `ErrorLogLimiter` keeps repeated failures from flooding the log. Slow and many clients are bounded
@@ -144,7 +145,9 @@ class RequestGuard:
         if request.method in _MUTATING:
             ctype = request.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
             allowed = _OTLP_TYPES if request.path.endswith(_OTLP_PATH_SUFFIX) else _JSON_TYPES
-            if ctype not in allowed:
+            # an empty body (a 0.3 client's bare dequeue) carries nothing to forge; the Origin rule holds
+            has_body = bool(request.content_length) or "Transfer-Encoding" in request.headers
+            if ctype not in allowed and has_body:
                 return _error(
                     415,
                     "UnsupportedMediaTypeError",

@@ -24,6 +24,7 @@ from agl_core.store.http.errors import (
     InvalidJSONError,
     RequestValidationError,
 )
+from agl_core.store.http.health import StoreProbe
 from agl_core.store.http.openapi import openapi_document
 from agl_core.types import NamedResources, Span
 from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
@@ -34,7 +35,13 @@ _JSON = "application/json"
 
 
 def json_response(payload: Any, status: int = 200) -> web.Response:
-    """A JSON answer; `payload` may hold pydantic models."""
+    """A JSON answer; `payload` may hold pydantic models.
+
+    An error body ``{"error": {...}}`` also gets Agent Lightning 0.3's ``"detail": <message>`` beside it,
+    for raw HTTP clients written against 0.3 (agl's own client reads ``error``).
+    """
+    if status >= 400 and isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        payload = {**payload, "detail": payload["error"].get("message")}
     return web.Response(body=pydantic_core.to_json(payload), status=status, content_type=_JSON)
 
 
@@ -113,6 +120,7 @@ class StoreApi:
         self.max_body_bytes = max_body_bytes
         self.max_wait_seconds = max_wait_seconds
         self.stopping = asyncio.Event()
+        self.probe = StoreProbe()
         self._openapi: bytes | None = None
 
     # ------------------------------------------------------------------------------ helpers
@@ -153,9 +161,9 @@ class StoreApi:
         """``GET /health``: 200 ``{"status":"ok"}``, or 503 with the reason once the store is unusable.
 
         A store reports a problem through an optional ``health_problem`` attribute (the SQLite store
-        does once it found its file damaged).
+        does once it found its file damaged); otherwise one cheap read tells (`health.StoreProbe`).
         """
-        problem = getattr(self.store, "health_problem", None)
+        problem = getattr(self.store, "health_problem", None) or await self.probe.problem(self.store)
         if problem:
             return json_response({"status": "unhealthy", "reason": str(problem)}, 503)
         return web.Response(body=b'{"status":"ok"}', content_type=_JSON)

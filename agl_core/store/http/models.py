@@ -119,6 +119,8 @@ class ErrorResponse(BaseModel):
     """Body of every 4xx/5xx answer of the store API."""
 
     error: ErrorInfo
+    detail: str | None = None
+    """``error.message`` again, under Agent Lightning 0.3's name (FastAPI's ``{"detail": ...}``)."""
 
 
 class HealthResponse(BaseModel):

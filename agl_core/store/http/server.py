@@ -336,7 +336,7 @@ class LightningStoreServer(DelegatingLightningStore):
         return self._cors_all or (self._cors_origins is not None and origin.rstrip("/") in self._cors_origins)
 
     def _preflight(self, request: web.Request, allowed: list[str]) -> web.Response:
-        response = web.Response(status=204)
+        response = web.Response(status=200)  # as Agent Lightning 0.3 (Starlette's CORS) answered
         origin = request.headers.get("Origin", "")
         if origin and self._origin_allowed(origin) and allowed:
             response.headers["Access-Control-Allow-Methods"] = ", ".join([*allowed, "OPTIONS"])

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
 from conftest import require
 
 HERE = Path(__file__).resolve().parents[1]
@@ -27,18 +28,16 @@ def load(example: str) -> ModuleType:
 
 
 def check(report: Any) -> None:
+    """Every rollout succeeds; every request the model got is recorded once, with exact token ids; the tool
+    ran only under the prompt that asks for it; rewards as expected; doctor OK; the step picks that prompt."""
     from tasks import PROMPTS
 
     rollouts = report.rollouts
     assert len(rollouts) == 4 and {r.status for r in rollouts} == {"succeeded"}, [r.program for r in rollouts]
+    assert sum(r.llm_calls for r in rollouts) == report.model_requests
+    assert all(r.calls_made == r.llm_calls == r.with_token_ids == r.exact_token_ids >= 1 for r in rollouts)
     by = {(r.kind, r.prompt): r for r in rollouts}
-    assert {k: (r.llm_calls, r.with_token_ids) for k, r in by.items()} == {
-        ("plain", PROMPTS[0]): (1, 1),
-        ("plain", PROMPTS[1]): (1, 1),
-        ("tool", PROMPTS[0]): (1, 1),
-        ("tool", PROMPTS[1]): (2, 2),
-    }
-    assert report.model_requests == 5  # every request the model got is recorded
+    assert by[("tool", PROMPTS[1])].llm_calls >= 2  # a tool call, then the answer from its result
     assert {k: r.reward for k, r in by.items()} == {
         ("plain", PROMPTS[0]): 1.0,
         ("plain", PROMPTS[1]): 1.0,
@@ -47,6 +46,18 @@ def check(report: Any) -> None:
     }
     assert all(r.doctor_ok for r in rollouts)
     assert report.best == PROMPTS[1]
+
+
+@pytest.fixture(scope="module")
+def npm_clis() -> Path:
+    """Claude Code and the Codex CLI, pinned in examples/programs/clis, installed into .agl/npm once."""
+    from agl_core.testing.agent_clis import NpmMissingError, install_agent_clis
+
+    try:
+        return install_agent_clis(HERE / "clis", HERE.parents[1] / ".agl" / "npm")
+    except NpmMissingError as exc:
+        require(False, f"the npm CLIs cannot be installed: {exc}")
+        raise
 
 
 def test_llm_cli() -> None:
@@ -65,3 +76,15 @@ def test_mini_swe_agent() -> None:
 
     example = load("mini_swe_agent")
     check(train(example.mini_agent(), model=example.MODEL))
+
+
+def test_claude_code(npm_clis: Path) -> None:
+    from driver import train
+
+    check(train(load("claude_code").claude_agent(npm_clis), model="*"))
+
+
+def test_codex_cli(npm_clis: Path) -> None:
+    from driver import train
+
+    check(train(load("codex").codex_agent(npm_clis), model="*"))

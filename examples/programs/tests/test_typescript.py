@@ -34,11 +34,11 @@ def test_the_typescript_agent_trains_unchanged(strategy: str) -> None:
     assert len(report.rollouts) == 4 and {r.status for r in report.rollouts} == {"succeeded"}
     calls = {(r.kind, r.prompt): r for r in report.rollouts}
     # one proxy record per model call, each with token ids; the tool task makes 2 calls with the tool prompt
-    assert {key: (r.llm_calls, r.with_token_ids) for key, r in calls.items()} == {
-        ("plain", PROMPTS[0]): (1, 1),
-        ("plain", PROMPTS[1]): (1, 1),
-        ("tool", PROMPTS[0]): (1, 1),
-        ("tool", PROMPTS[1]): (2, 2),
+    assert {key: (r.llm_calls, r.with_token_ids, r.exact_token_ids) for key, r in calls.items()} == {
+        ("plain", PROMPTS[0]): (1, 1, 1),
+        ("plain", PROMPTS[1]): (1, 1, 1),
+        ("tool", PROMPTS[0]): (1, 1, 1),
+        ("tool", PROMPTS[1]): (2, 2, 2),
     }
     assert report.model_requests == 5
     assert {key: r.reward for key, r in calls.items()} == {

@@ -1,5 +1,8 @@
 """Property-based fuzzing of every route: random and malformed bodies, parameters and ids never give a
-5xx or take the server down; errors are always a JSON ``{"error": ...}`` body."""
+5xx or take the server down; errors are always a JSON ``{"error": ...}`` body.
+
+Input classes include NUL characters, import targets (``os:abort``), deep nesting, out-of-range OTLP
+numbers and over-long URLs (issue 34)."""
 
 from __future__ import annotations
 
@@ -17,13 +20,15 @@ from pydantic import BaseModel
 from agl_core.store.http import BackgroundServer
 from agl_core.store.http.routes import ROUTES, Route
 from agl_core.store.memory import InMemoryLightningStore
+from agl_core.store.sqlite import SqliteLightningStore
 
 json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(2**70), 2**70)
     | st.floats(allow_nan=False)
-    | st.text(max_size=12),
+    | st.text(max_size=12)
+    | st.sampled_from(["a\x00b", "\x00", "os:abort", "sys.exit"]),  # NUL text, import targets (issue 34)
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
@@ -47,12 +52,18 @@ def _bodies(route: Route) -> st.SearchStrategy[bytes]:
         st.binary(max_size=64),
         st.just(b""),
         st.just(b'{"a": NaN, "timeout": Infinity}'),
+        st.just(b"[" * 5_000 + b"]" * 5_000),  # deep nesting (issue 34)
+        st.just(
+            b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "s", "startTimeUnixNano": 1e400, '
+            b'"flags": -Infinity, "events": [{"timeUnixNano": 1e400}]}]}]}]}'
+        ),  # out-of-range OTLP numbers (issue 34)
     )
 
 
 def _queries(route: Route) -> st.SearchStrategy[str]:
     names = [*_fields(route), "junk"]
-    pairs = st.lists(st.tuples(st.sampled_from(names), st.text(max_size=10)), max_size=5)
+    values = st.text(max_size=10) | st.sampled_from(["a\x00b", "os:abort", "signal:pause", "x" * 9_000])
+    pairs = st.lists(st.tuples(st.sampled_from(names), values), max_size=5)
     return pairs.map(lambda items: "?" + urlencode(items) if items else "")
 
 
@@ -62,7 +73,10 @@ def requests(draw: st.DrawFn, route: Route) -> tuple[str, str, bytes]:
     for name in ("rollout_id", "attempt_id", "worker_id", "resources_id"):
         if "{" + name + "}" in path:
             value = draw(
-                st.one_of(st.text(min_size=1, max_size=16), st.sampled_from(["latest", "search", ".."]))
+                st.one_of(
+                    st.text(min_size=1, max_size=16),
+                    st.sampled_from(["latest", "search", "..", "a\x00b", "os:abort"]),
+                )
             )
             path = path.replace("{" + name + "}", quote(value, safe="").replace(".", "%2E"))
     if route.method == "GET":
@@ -70,10 +84,17 @@ def requests(draw: st.DrawFn, route: Route) -> tuple[str, str, bytes]:
     return "POST", path, draw(_bodies(route))
 
 
-@pytest.fixture(scope="module")
-def fuzz_server() -> Iterator[BackgroundServer]:
-    """One server for the whole module; long polls capped short so random waits stay fast."""
-    with BackgroundServer(InMemoryLightningStore, max_wait_seconds=0.05, max_body_bytes=256 * 1024) as served:
+@pytest.fixture(scope="module", params=["memory", "sqlite"])
+def fuzz_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BackgroundServer]:
+    """One server per backend for the whole module; long polls capped short so random waits stay fast."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("fuzz") / "store.db"
+        factory: Any = lambda: SqliteLightningStore(path)  # noqa: E731
+    else:
+        factory = InMemoryLightningStore
+    with BackgroundServer(factory, max_wait_seconds=0.05, max_body_bytes=256 * 1024) as served:
         yield served
 
 

@@ -253,8 +253,10 @@ def test_the_guard_short_path_refuses_what_the_full_rules_refuse() -> None:
     for _ in range(2):  # the second time the Host value is a remembered one
         assert status("POST", json_post) is None
         assert status("GET", {"Host": "127.0.0.1:4747"}) is None
-        assert status("POST", {**json_post, "Content-Type": "text/plain"}) == 415
-        assert status("POST", {"Host": "127.0.0.1:4747"}) == 415  # no Content-Type
+        assert status("POST", {**json_post, "Content-Type": "text/plain", "Content-Length": "3"}) == 415
+        assert status("POST", {"Host": "127.0.0.1:4747", "Content-Length": "3"}) == 415  # a body, no type
+        assert status("POST", {"Host": "127.0.0.1:4747"}) is None  # no body: 0.3's bare dequeue
+        assert status("POST", {**json_post, "Content-Type": "text/plain"}) is None  # no body either
         assert status("POST", {**json_post, "Content-Encoding": "br"}) == 415
         assert status("POST", {**json_post, "Origin": "http://evil.example"}) == 403
         assert status("POST", {**json_post, "Host": "evil.example:4747"}) == 421

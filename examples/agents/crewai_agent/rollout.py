@@ -1,0 +1,17 @@
+"""The agl entry of the CrewAI crew."""
+
+from __future__ import annotations
+
+from math_tasks import MathTask, reward
+
+import agl_core as agl
+from crewai_agent.agent import answer_question
+
+
+@agl.rollout
+def crewai_rollout(task: MathTask, llm: agl.LLM) -> float:
+    """One episode against ``llm.endpoint`` (the model server or the proxy's route)."""
+    answer = answer_question(
+        task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
+    )
+    return reward(answer, task["answer"])

@@ -1,0 +1,26 @@
+"""CrewAI (native OpenAI provider) with its documented telemetry opt-out, ``OTEL_SDK_DISABLED=true``.
+
+The variable turns every OpenTelemetry SDK provider built under it into a no-op; agl's own providers keep
+recording, so every call is still captured on both paths. CrewAI pins ``openai<3``: this runs in
+``.venv-agents-openai2`` (``make test-agents``) and is skipped where CrewAI is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest.importorskip("crewai")
+os.environ["OTEL_SDK_DISABLED"] = "true"  # before CrewAI and agl build any provider in this process
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+
+from crewai_agent.rollout import crewai_rollout
+from harness import CapturePath, check_run, run_agent
+
+from agl_core.testing.fake_openai import FakeOpenAIServer
+
+
+@pytest.mark.parametrize("path", ["tracer", "proxy"])
+def test_crewai_crew(fake_model: FakeOpenAIServer, path: CapturePath) -> None:
+    check_run(run_agent(crewai_rollout, fake_model, path))

@@ -1,0 +1,75 @@
+"""Train the Codex CLI (npm ``@openai/codex``, unchanged) as a program agent: ``python train.py``.
+
+Codex speaks the OpenAI Responses API to a *model provider*. Its settings are Codex's defaults except a
+provider named ``agl``, given with ``-c`` overrides on the command line: the proxy's route for the attempt
+(``{urls.OPENAI_BASE_URL}``), the key in ``OPENAI_API_KEY`` (ProgramAgent's dummy one) and the Responses
+wire API; the proxy translates to the model server's chat API and records every call with its token ids.
+``codex exec`` runs headless in the attempt's fresh working folder (also its ``HOME`` and ``CODEX_HOME``,
+so nothing of the user's Codex setup is read or written), may run shell commands through its tools, gets
+the ``prompt`` resource as ``developer_instructions``, and prints its last message, which a reward hook
+scores.
+
+The CLI is installed from ``examples/programs/clis`` (pinned versions) into ``.agl/npm`` by
+``agl_core.testing.agent_clis.install_agent_clis``; ``python train.py`` does that first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from driver import print_report, train  # noqa: E402
+from tasks import reward  # noqa: E402
+
+import agl_core as agl  # noqa: E402
+from agl_core.program import ProgramOutcome  # noqa: E402
+from agl_core.testing.agent_clis import codex_command, install_agent_clis  # noqa: E402
+
+NPM_PREFIX = HERE.parents[2] / ".agl" / "npm"
+CLIS = HERE.parent / "clis"
+PROVIDER = (
+    'model_provider="agl"',
+    'model_providers.agl.name="agl LLM proxy"',
+    'model_providers.agl.base_url="{urls.OPENAI_BASE_URL}"',
+    'model_providers.agl.env_key="OPENAI_API_KEY"',
+    'model_providers.agl.wire_api="responses"',
+    # a TOML string: the candidate prompts hold no quote or backslash
+    'developer_instructions="{resources.prompt.template}"',
+)
+
+
+def score(outcome: ProgramOutcome) -> float:
+    """The reward hook: Codex prints its last message on stdout; score it against the expected answer."""
+    return reward(outcome.exit.stdout_tail, str(outcome.rollout.input["expected"]))
+
+
+def codex_agent(prefix: Path = NPM_PREFIX) -> agl.ProgramAgent:
+    """``codex exec`` once per rollout, with the agl provider and the prompt resource as instructions."""
+    overrides = [item for setting in PROVIDER for item in ("-c", setting)]
+    return agl.ProgramAgent(
+        [*codex_command(prefix), "exec", "--skip-git-repo-check", *overrides, "{input.question}"],
+        env={"HOME": "{work_dir}", "CODEX_HOME": "{work_dir}"},
+        inherit_env=False,
+        reward=score,
+        timeout=300,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument(
+        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
+    )
+    parser.add_argument("--model", default="*", help="The model name(s) the proxy serves from --model-url.")
+    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
+    args = parser.parse_args()
+    install_agent_clis(CLIS, NPM_PREFIX)
+    print_report(train(codex_agent(), model_url=args.model_url, model=args.model, strategy=args.strategy))
+
+
+if __name__ == "__main__":
+    main()
