@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agl_core.adapter import genai as _genai
+import agl_core.adapter.genai as _genai
 from agl_core.types import Span
 
 __all__ = ["CallRecords", "group_llm_calls", "nearest_llm_ancestors", "richness"]
@@ -137,6 +137,12 @@ def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list
     if count == 0:
         return []
     ids = [_genai.response_id(span) for span in spans]
+    proxy = [_genai.is_proxy_llm_span(span) for span in spans]
+    known = [rid for rid in ids if rid is not None]
+    if not enclosing and len(set(known)) == len(known) and (all(proxy) or not any(proxy)):
+        return [
+            CallRecords(spans=[span], best=span, first_index=i) for i, span in enumerate(spans)
+        ]  # one each
     groups = _Groups(ids)
     first_with_id: dict[str, int] = {}
     for index, rid in enumerate(ids):
@@ -151,7 +157,6 @@ def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list
     for outer, nested in inner.items():
         # the only nested call is the same call; a span around several calls is a wrapper of the first
         groups.union(outer, nested[0])
-    proxy = [_genai.is_proxy_llm_span(span) for span in spans]
     members: dict[int, list[int]] = {}
     for index in range(count):
         members.setdefault(groups.find(index), []).append(index)
@@ -187,7 +192,7 @@ def _pair_across_paths(
         else:
             tracer_only.append((root, key))
     for root, key in tracer_only:
-        waiting = proxy_only.get(key)
-        while waiting:
-            if groups.union(root, waiting.pop(0)):
-                break
+        waiting = proxy_only.get(key, [])
+        joined = next((other for other in waiting if groups.union(root, other)), None)
+        if joined is not None:
+            waiting.remove(joined)

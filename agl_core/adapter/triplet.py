@@ -208,7 +208,9 @@ class TracerTraceToTriplet(TraceToTripletBase):
                 kept.append(call)
         calls = kept
         for call in calls:
-            call.triplet = _fill_messages(self.span_to_triplet(call.records.best, call.agent), call.records)
+            call.triplet = self.span_to_triplet(call.records.best, call.agent)
+            if len(call.records.spans) > 1:
+                call.triplet = _fill_messages(call.triplet, call.records)
         if self.skip_empty_token_spans:
             kept = []
             for call in calls:
@@ -264,22 +266,24 @@ class TracerTraceToTriplet(TraceToTripletBase):
         record.llm_calls = len(groups)
         calls: list[_Call] = []
         for group in groups:
-            infos = [by_span[span.span_id] for span in group.spans]
-            # the agent's clock and place in the tree come from a tracer record when there is one
-            anchor = next((i for i in infos if not _genai.is_proxy_llm_span(i[0].span)), infos[0])
-            agent = next((i[1] for i in infos if i[1] is not None), None)
-            selected = any(i[2] for i in infos if i[1] == agent)
-            in_reward = any(i[3] for i in infos)
-            for extra in group.extra:
-                record.dropped.append(_repeat(extra, group, by_span[extra.span_id][1]))
-            best = group.best
+            if len(group.spans) == 1:  # the common case: one record of the call
+                node, agent, selected, in_reward = by_span[group.best.span_id]
+            else:
+                infos = [by_span[span.span_id] for span in group.spans]
+                # the agent's clock and place in the tree come from a tracer record when there is one
+                node = next((i for i in infos if not _genai.is_proxy_llm_span(i[0].span)), infos[0])[0]
+                agent = next((i[1] for i in infos if i[1] is not None), None)
+                selected = any(i[2] for i in infos if i[1] == agent)
+                in_reward = any(i[3] for i in infos)
+                for extra in group.extra:
+                    record.dropped.append(_repeat(extra, group, by_span[extra.span_id][1]))
             if not selected:
                 where = f"agent {agent!r}" if agent is not None else "no agent"
-                record.dropped.append(DroppedCall(best, "agent_mismatch", f"under {where}", agent))
+                record.dropped.append(DroppedCall(group.best, "agent_mismatch", f"under {where}", agent))
             elif in_reward and self.exclude_llm_call_in_reward:
-                record.dropped.append(DroppedCall(best, "in_reward", agent_name=agent))
+                record.dropped.append(DroppedCall(group.best, "in_reward", agent_name=agent))
             else:
-                calls.append(_Call(anchor[0], agent, records=group))
+                calls.append(_Call(node, agent, records=group))
         return calls
 
     def _match_rewards(self, tree: TraceTree, calls: list[_Call], record: AdaptRecord) -> None:

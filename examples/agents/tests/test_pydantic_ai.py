@@ -16,7 +16,6 @@ def test_pydantic_ai_agent(fake_model: FakeOpenAIServer, path: CapturePath, own_
         instrument()
     try:
         # with its own tracing on, pydantic-ai's span and agl's record each call: read once, from agl's
-        allowed = ("duplicate_llm_calls",) if own_tracing and path == "tracer" else ()
-        check_run(run_agent(pydantic_ai_rollout, fake_model, path), allowed_problems=allowed)
+        check_run(run_agent(pydantic_ai_rollout, fake_model, path))
     finally:
         uninstrument()

@@ -15,8 +15,7 @@ from agl_core.testing.fake_openai import FakeOpenAIServer
 @pytest.mark.parametrize("path", ["tracer", "proxy"])
 def test_semantic_kernel_agent(fake_model: FakeOpenAIServer, path: CapturePath, own_tracing: bool) -> None:
     # with its diagnostics on, Semantic Kernel's chat span and agl's record each call: read once, from agl's
-    allowed = ("duplicate_llm_calls",) if own_tracing and path == "tracer" else ()
     with diagnostics(sensitive=True) if own_tracing else contextlib.nullcontext():
         run = run_agent(semantic_kernel_rollout, fake_model, path)
     # Semantic Kernel offers a plugin's functions as "<plugin>-<function>"
-    check_run(run, tools=("MathPlugin-multiply",), allowed_problems=allowed)
+    check_run(run, tools=("MathPlugin-multiply",))
