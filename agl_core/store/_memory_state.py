@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store.base import UNSET, Unset
@@ -125,6 +126,10 @@ class MemoryState:
         self.total_attempts = 0
         self.total_spans = 0
         self.next_order = 0
+        # True while rollouts were created in non-decreasing start_time order (the store clock did not
+        # step back): creation order is then start-time order, and that sort reads no more than a page
+        self.start_times_ordered = True
+        self.last_start_time = float("-inf")
 
     def watchdog(self) -> None:
         """Run the debounced watchdog scan before a guarded method."""
@@ -207,6 +212,9 @@ class MemoryState:
         )
         rec = RolloutRecord(rollout, self.next_order)
         self.next_order += 1
+        if now < self.last_start_time:
+            self.start_times_ordered = False
+        self.last_start_time = now
         self.rollouts[rollout_id] = rec
         self.rollouts_by_status.setdefault(status, {})[rollout_id] = rec
         if status in _QUEUING:
@@ -385,6 +393,11 @@ class MemoryState:
     ) -> PaginatedResult[Rollout]:
         """The page of rollouts (as views) matching `where`, with the total number of matches."""
         rollouts = self.rollouts
+        if sort_by == "start_time" and where.matches_all and self.start_times_ordered:
+            ordered = iter(rollouts.values()) if order == "asc" else _newest_first(rollouts)
+            stop = None if limit == -1 else offset + limit
+            page = [self.view(rec) for rec in islice(ordered, offset, stop)]
+            return page_result(page, limit, offset, len(rollouts))
         candidates: Any
         statuses = required_statuses(where) if wanted_ids is None else None
         if wanted_ids is not None:
@@ -426,3 +439,15 @@ class MemoryState:
 
 def _order(rec: RolloutRecord) -> int:
     return rec.order
+
+
+def _newest_first(rollouts: dict[str, RolloutRecord]) -> Iterator[RolloutRecord]:
+    """Records created in start-time order, newest start first; equal start times keep creation order
+    (as a stable descending sort does)."""
+    group: list[RolloutRecord] = []
+    for rec in reversed(rollouts.values()):
+        if group and rec.rollout.start_time != group[-1].rollout.start_time:
+            yield from reversed(group)
+            group = []
+        group.append(rec)
+    yield from reversed(group)

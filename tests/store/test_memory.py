@@ -383,3 +383,24 @@ async def test_stored_snapshots_equal_validated_models() -> None:
     for model in (claimed, claimed.attempt, claimed.config, await store.get_worker_by_id("w")):
         assert model is not None
         assert type(model).model_validate_json(model.model_dump_json()) == model
+
+
+@pytest.mark.parametrize("times", [[1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 5.0], [3.0, 1.0, 2.0, 2.0, 0.5]])
+async def test_start_time_sort_equals_a_stable_sort_of_every_rollout(times: list[float]) -> None:
+    now = [0.0]
+    store = InMemoryLightningStore(clock=lambda: now[0], scan_debounce_seconds=1e9)
+    created = []
+    for index, start in enumerate(times):
+        now[0] = start
+        created.append(await store.enqueue_rollout(index))
+    for order in ("asc", "desc"):
+        expected = [
+            r.rollout_id for r in sorted(created, key=lambda r: r.start_time, reverse=order == "desc")
+        ]
+        for limit, offset in ((-1, 0), (2, 1), (3, 4)):
+            page = await store.query_rollouts(
+                sort_by="start_time", sort_order=order, limit=limit, offset=offset
+            )
+            stop = None if limit == -1 else offset + limit
+            assert [r.rollout_id for r in page] == expected[offset:stop]
+            assert page.total == len(times)
