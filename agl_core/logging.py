@@ -8,7 +8,7 @@ records, and ``setup`` configures all of them at once.
 
 Logger names passed here may use 0.3's ``agentlightning`` prefix; it is read as ``agl_core``. Handlers that
 0.3 code attaches to ``agentlightning.*`` loggers directly receive the records of the same-named
-``agl_core.*`` loggers (`agl_core._compat.AgentLightningLogBridge`).
+``agl_core.*`` loggers (`agl_core._log_bridge.AgentLightningLogBridge`).
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def setup_module(
         }
     )
     if name == BASE_LOGGER:
-        from agl_core._compat import install_log_bridge
+        from agl_core._log_bridge import install_log_bridge
 
         install_log_bridge()  # dictConfig replaced agl_core's handlers, the 0.3 logger bridge among them
     return logging.getLogger(name)

@@ -44,6 +44,8 @@ DUMMY_API_KEY = "agl-dummy-key"
 """The API key a program gets when neither the LLM resource nor the environment has one (SDKs insist on
 one; the agl proxy needs none unless it was started with a token)."""
 
+ROLLOUT_TIMEOUT_MARGIN_SECONDS = 1.0
+"""How long before the rollout's ``config.timeout_seconds`` the program is ended (see ``ProgramAgent``)."""
 PROXY_REQUEST_SPAN = "agl.llm_proxy.request"
 PROGRAM_SPAN = "agl.program"
 """The span that records one program run: ``agl.program.argv``, ``.exit_code`` or ``.signal``, ``.timed_out``,
@@ -160,7 +162,8 @@ class ProgramAgent(LitAgent[Any]):
         git_repo / git_ref: A repository whose ``git_ref`` is checked out as each attempt's working folder.
         work_root: Where attempt folders are made (default: the system's temporary folder).
         keep_work_dirs: Keep attempt folders after the attempt (for debugging).
-        timeout: Seconds the program may run (default: the rollout's ``config.timeout_seconds``).
+        timeout: Seconds the program may run; a rollout's ``config.timeout_seconds`` also limits it (the
+            program is ended a second before the runner would cancel the attempt).
         ok_exit_codes: Exit codes that count as success.
         reward: The reward hook (see above).
         tail_bytes: Bytes of the end of stdout and of stderr kept.
@@ -298,6 +301,7 @@ class ProgramAgent(LitAgent[Any]):
         """Run the program for this attempt and return its reward (None: none reported)."""
         from agl_core.runner.agent import AgentTimeoutError
 
+        entered = time.monotonic()
         store = self._store()
         context = self.context(task, resources, rollout)
         folder = await make_attempt_folder(
@@ -315,7 +319,7 @@ class ProgramAgent(LitAgent[Any]):
             (folder.io / "input.json").write_text(json.dumps(task, default=str), encoding="utf-8")
             (folder.io / "resources.json").write_text(json.dumps(context["resources"]), encoding="utf-8")
             env = self.environment(context, resources, folder, getattr(store, "url", None))
-            timeout = self.timeout if self.timeout is not None else rollout.config.timeout_seconds
+            timeout = self._timeout(rollout.config.timeout_seconds, time.monotonic() - entered)
             launch = ProgramLaunch(argv, env, folder.work, stdin, timeout, self.tail_bytes)
             started = time.time()
             try:
@@ -348,6 +352,17 @@ class ProgramAgent(LitAgent[Any]):
         finally:
             if not self.keep_work_dirs:
                 await remove_attempt_folder(folder)
+
+    def _timeout(self, rollout_timeout: float | None, elapsed: float) -> float | None:
+        """The program's time limit: ``timeout``, cut to end a margin before the rollout's own deadline.
+
+        The runner cancels an agent at ``config.timeout_seconds``; ending the program a little earlier lets
+        its ``agl.program`` span (with the output tails of a program that hung) be recorded first.
+        """
+        if rollout_timeout is None:
+            return self.timeout
+        left = max(0.1, rollout_timeout - elapsed - ROLLOUT_TIMEOUT_MARGIN_SECONDS)
+        return left if self.timeout is None else min(self.timeout, left)
 
     def _store(self) -> LightningStore:
         try:

@@ -142,7 +142,8 @@ class LocalLauncher(ProgramLauncher):
     """Runs programs as subprocesses of the runner, each in a new session (its own process group).
 
     On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after ``kill_grace`` seconds,
-    so the children a program started end with it. stdout and stderr are read as they come (a chatty
+    so the children a program started end with it; what a program leaves running in its group when it
+    exits is killed too. stdout and stderr are read as they come (a chatty
     program never blocks on a full pipe) and only their tails are kept.
 
     Args:

@@ -5,13 +5,16 @@ name, as its JSON dump), ``rollout_id``, ``attempt_id`` and ``mode``. A dotted p
 ``input.repo.url`` or ``resources.prompt.template`` reads one value of it (list items by index:
 ``input.files.0``). A template is a string in which ``{path}`` is replaced by that value when the
 path starts with one of those names (other braces stay as they are; ``{{`` and ``}}`` are literal
-braces); a value that is not a string is written as JSON.
+braces); a value that is not a string is written as JSON. ``{path|json}`` writes the value as JSON even
+when it is a string (a quoted, escaped string: fit for a JSON or TOML string in a config argument), and
+``{path|shell}`` writes it quoted for a POSIX shell (for a ``sh -c`` command line).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +22,10 @@ __all__ = ["ProgramValueError", "as_text", "lookup", "render"]
 
 _FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 _PATH = re.compile(r"[A-Za-z_][\w-]*(\.[\w-]+)*")
+_FILTERS = {
+    "json": lambda value: json.dumps(value, ensure_ascii=False, default=str),
+    "shell": lambda value: shlex.quote(as_text(value)),
+}
 
 
 class ProgramValueError(ValueError):
@@ -78,9 +85,17 @@ def render(template: str, context: Mapping[str, Any]) -> str:
         token = match.group(0)
         if token in ("{{", "}}"):
             return token[0]
-        path = match.group(1)
-        if path is None or not _PATH.fullmatch(path) or path.split(".", 1)[0] not in context:
+        field = match.group(1)
+        if field is None:
             return token
-        return as_text(lookup(context, path))
+        path, _, name = field.partition("|")
+        if not _PATH.fullmatch(path) or path.split(".", 1)[0] not in context:
+            return token
+        value = lookup(context, path)
+        if not name:
+            return as_text(value)
+        if name not in _FILTERS:
+            raise ProgramValueError(f"{token!r}: unknown filter {name!r}; use |json or |shell.")
+        return str(_FILTERS[name](value))
 
     return _FIELD.sub(replace, template)

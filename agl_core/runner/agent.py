@@ -154,7 +154,7 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
         self.tracer.init_worker(worker_id, store)
 
     def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
-        """Tear the tracer's worker down, release the sync agent's thread and forget the store."""
+        """Tear the tracer's worker down, release the sync agent's thread, forget the store and worker id."""
         thread, self._agent_thread = self._agent_thread, None
         if thread is not None:
             thread.shutdown(wait=False, cancel_futures=True)  # a hung sync agent must not hang teardown
@@ -162,6 +162,7 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
             self.tracer.teardown_worker(worker_id)
         finally:
             self._store = None
+            self.worker_id = None  # as in Agent Lightning 0.3: no worker until init_worker again
 
     def teardown(self, *args: Any, **kwargs: Any) -> None:
         """Tear the tracer down and forget the agent and hooks."""

@@ -172,11 +172,15 @@ class PaginatedResult(BaseModel, Sequence[T], Generic[T]):
         return value in self.items
 
     def __repr__(self) -> str:
-        """Compact repr showing the items and the paging window."""
-        return (
-            f"{type(self).__name__}(items={self.items!r}, limit={self.limit}, offset={self.offset}, "
-            f"total={self.total})"
-        )
+        """Agent Lightning 0.3's compact repr: ``<PaginatedResult (0:10 of 42) [<first item>, ...]>``."""
+        if not self.items:
+            shown = "empty"
+        elif len(self.items) == 1:
+            shown = repr(self.items[0])
+        else:
+            shown = f"[{self.items[0]!r}, ...]"
+        window = f"{self.offset}:" if self.limit == -1 else f"{self.offset}:{self.offset + self.limit}"
+        return f"<PaginatedResult ({window} of {self.total}) {shown}>"
 
 
 class FilterField(TypedDict, total=False):

@@ -355,7 +355,8 @@ def get_span_processors(provider: SdkTracerProvider, expected_type: type[_Proces
 def get_tracer_provider(inspect: bool = True) -> SdkTracerProvider:
     """The SDK tracer provider agl emits into: the active ``OtelTracer``'s own provider.
 
-    Falls back to the global provider when it is an SDK provider; raises ``RuntimeError`` otherwise.
+    Falls back to the global provider: an SDK provider, or (logged as an error, as Agent Lightning 0.3 did)
+    any other one installed; ``RuntimeError`` when none is installed.
     With ``inspect`` (and ``AGL_EMITTER_DEBUG=1`` or DEBUG logging) the processor chain is logged.
     """
     from opentelemetry import trace as trace_api
@@ -368,10 +369,19 @@ def get_tracer_provider(inspect: bool = True) -> SdkTracerProvider:
     if not isinstance(provider, SdkProvider):
         provider = trace_api.get_tracer_provider()
     if not isinstance(provider, SdkProvider):
-        raise RuntimeError(
-            "No OpenTelemetry SDK tracer provider is available. Run inside `OtelTracer.trace_context(...)` "
-            "(after `init_worker`) or install an SDK TracerProvider globally."
+        if getattr(trace_api, "_TRACER_PROVIDER", None) is None:  # none installed at all
+            raise RuntimeError(
+                "No OpenTelemetry SDK tracer provider is available. Run inside "
+                "`OtelTracer.trace_context(...)` (after `init_worker`) or install an SDK TracerProvider "
+                "globally."
+            )
+        # another library's provider (AgentOps', say): Agent Lightning 0.3 logged and used it
+        logger.error(
+            "The tracer provider is expected to be an opentelemetry.sdk.trace.TracerProvider, found %s.%s.",
+            type(provider).__module__,
+            type(provider).__qualname__,
         )
+        return cast("SdkTracerProvider", provider)
     if inspect and _emitter_debug():
         chain = [type(p).__name__ for p in get_span_processors(provider, SpanProcessor)]
         logger.debug("Tracer provider %r; span processors: %s", provider, chain or "none")

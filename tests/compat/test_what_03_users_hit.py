@@ -147,3 +147,45 @@ async def test_raw_http_client_of_03() -> None:
                 assert response.status == 200
     finally:
         await server.stop()
+
+
+def test_paginated_result_repr_is_03s() -> None:
+    assert repr(agl.PaginatedResult[int](items=[], limit=-1, offset=0, total=0)) == (
+        "<PaginatedResult (0: of 0) empty>"
+    )
+    assert repr(agl.PaginatedResult[int](items=[7], limit=5, offset=10, total=11)) == (
+        "<PaginatedResult (10:15 of 11) 7>"
+    )
+
+
+def test_runner_worker_id_is_reset_after_run_context() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+
+    @agl.rollout
+    def agent(task: Any) -> float:
+        return 1.0
+
+    with runner.run_context(agent=agent, store=agl.InMemoryLightningStore(), worker_id=3):
+        assert runner.worker_id == 3
+    assert runner.worker_id is None
+
+
+def test_get_tracer_provider_logs_another_librarys_provider(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """0.3's write_traces example: AgentOps installs its own provider; 0.3 logged it and went on."""
+    from opentelemetry import trace as trace_api
+
+    from agl_core.utils.otel import get_tracer_provider
+
+    class OtherProvider(trace_api.NoOpTracerProvider):
+        pass
+
+    other = OtherProvider()
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", other)
+    with caplog.at_level("ERROR", logger="agl_core.utils.otel"):
+        assert get_tracer_provider() is other
+    assert "OtherProvider" in caplog.text
+    monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", None)
+    with pytest.raises(RuntimeError, match="No OpenTelemetry SDK tracer provider"):
+        get_tracer_provider()

@@ -17,6 +17,7 @@ import pytest
 
 from agl_core.testing.doc_blocks import (
     Block,
+    check_page_runs,
     excerpt_found,
     excerpt_problems,
     page_blocks,
@@ -134,3 +135,10 @@ def test_skipped_block(skipped: tuple[Block, str]) -> None:
 @pytest.mark.parametrize("page", all_pages(), ids=lambda p: p.relative_to(DOCS_DIR).as_posix())
 def test_excerpts_match_their_sources(page: Path) -> None:
     assert not excerpt_problems(page)
+
+
+@pytest.mark.slow
+def test_readme_blocks_run(tmp_path: Path) -> None:
+    # the repository's landing page: its commands work verbatim (issue 39: the store commands did not)
+    env = {"AGL_LOAD_PLUGINS": "", "PYTHONPATH": str(REPO_ROOT)}
+    check_page_runs(REPO_ROOT / "README.md", tmp_path, env=env, timeout=TIMEOUT_SECONDS)

@@ -22,7 +22,7 @@ from agl_core.testing.doc_blocks import run_page
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = [ROOT, *sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml"))]
-LIGHT_PLUGINS = ("agl-apo", "agl-mongo", "agl-postgres", "agl-verl")
+LIGHT_PLUGINS = ("agl-apo", "agl-legacy", "agl-mongo", "agl-postgres", "agl-verl")
 """Plugins whose dependencies install in seconds (no torch, Ray, Weave or AgentOps)."""
 PAGES = ("getting-started.md", "writing-plugins.md")
 

@@ -225,28 +225,65 @@ class ShortRollouts(RolloutHooks):
         return request.model_copy(update={"config": RolloutConfig(timeout_seconds=4.0)})
 
 
-def test_a_cancelled_attempt_ends_the_process_group_too(backend: FakeOpenAIServer, tmp_path: Path) -> None:
+def _gone(pid: int) -> bool:
+    """True once ``pid`` has exited (bounded wait; a zombie counts as gone)."""
+    for _ in range(200):
+        stat = Path(f"/proc/{pid}/stat")
+        if not stat.exists() or stat.read_text().split()[2] in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+SLEEPER = (
+    "import subprocess, sys, time; "
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
+    "open(sys.argv[1], 'w').write(str(child.pid)); print('started', flush=True); time.sleep(300)"
+)
+
+
+def test_the_rollout_timeout_ends_the_program_first_and_keeps_its_output(
+    backend: FakeOpenAIServer, tmp_path: Path
+) -> None:
     pid_file = tmp_path / "child.pid"
-    script = (
-        "import subprocess, sys, time; "
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)']); "
-        f"open({str(pid_file)!r}, 'w').write(str(child.pid)); time.sleep(300)"
-    )
-    # the agent's timeout is longer: the runner cancels it at the rollout's 4 s; the launcher ends the group
-    agent = ProgramAgent([sys.executable, "-c", script], timeout=120)
+    agent = ProgramAgent([sys.executable, "-c", SLEEPER, str(pid_file)], timeout=120)  # the rollout's 4 s win
     started = time.monotonic()
     store = train(agent, backend, QUESTIONS[:1], n_runners=1, rollout_hooks=ShortRollouts())
     assert time.monotonic() - started < 60
     rollout = run(store.query_rollouts())[0]
     assert run(store.query_attempts(rollout.rollout_id))[-1].status == "timeout"
-    child = int(pid_file.read_text())
-    for _ in range(200):  # bounded wait until the SIGKILLed child is gone (or a zombie)
-        stat = Path(f"/proc/{child}/stat")
-        if not stat.exists() or stat.read_text().split()[2] in ("Z", "X"):
+    program = program_span(run(store.query_spans(rollout.rollout_id, "latest")))
+    assert program["agl.program.timed_out"] is True and program["agl.program.stdout_tail"] == "started\n"
+    assert _gone(int(pid_file.read_text())), "the program's child survived the timeout"
+
+
+async def test_a_cancelled_launch_ends_the_process_group(tmp_path: Path) -> None:
+    from agl_core.program import LocalLauncher, ProgramLaunch
+
+    pid_file = tmp_path / "child.pid"
+    launch = ProgramLaunch([sys.executable, "-c", SLEEPER, str(pid_file)], dict(os.environ), tmp_path)
+    task = asyncio.ensure_future(LocalLauncher(kill_grace=2.0).run(launch))
+    for _ in range(400):  # bounded wait until the program has started its child
+        if pid_file.exists() and pid_file.read_text():
             break
-        time.sleep(0.05)
-    else:
-        pytest.fail(f"the program's child {child} survived the cancellation")
+        await asyncio.sleep(0.025)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 30)
+    assert await asyncio.to_thread(_gone, int(pid_file.read_text())), "the child survived the cancellation"
+
+
+def test_a_reward_file_that_is_not_a_reward_fails_the_attempt_saying_so(backend: FakeOpenAIServer) -> None:
+    script = "import os; open(os.environ['AGL_REWARD_FILE'], 'w').write('great job')"
+    store = train(ProgramAgent([sys.executable, "-c", script]), backend, QUESTIONS[:1], n_runners=1)
+    rollout = run(store.query_rollouts())[0]
+    assert rollout.status == "failed"
+    [error] = [
+        s
+        for s in run(store.query_spans(rollout.rollout_id, "latest"))
+        if s.name == "agentlightning.exception"
+    ]
+    assert "'great job'; a reward is a finite number" in error.attributes["exception.message"]
 
 
 def test_a_missing_program_fails_with_a_clear_reason(backend: FakeOpenAIServer) -> None:

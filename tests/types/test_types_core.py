@@ -188,9 +188,7 @@ def test_paginated_result_behaves_like_a_sequence() -> None:
     with pytest.raises(IndexError):
         page[4]
 
-    text = repr(page)
-    assert text.startswith("PaginatedResult")
-    assert "limit=4" in text and "offset=8" in text and "total=20" in text
+    assert repr(page) == f"<PaginatedResult (8:12 of 20) [{rollouts[0]!r}, ...]>"  # Agent Lightning 0.3's
     # the model's own fields are still there for serialization
     assert page.model_dump()["total"] == 20
     assert len(page.model_dump()["items"]) == 4

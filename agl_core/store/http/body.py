@@ -61,7 +61,10 @@ async def read_body(request: web.Request, max_body_bytes: int) -> bytes:
             f"Request body exceeds the server's limit of {max_body_bytes} bytes; send smaller "
             "batches (or raise --max-body-bytes)."
         ) from None
-    except (web.RequestPayloadError, asyncio.IncompleteReadError) as exc:
+    except (web.RequestPayloadError, asyncio.IncompleteReadError, ConnectionError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "closed" not in str(exc).lower():
+            raise
+        # a broken body, or the connection closed under it (the client left, or the connection cap)
         error = InvalidRequestError(f"The request body could not be read: {' '.join(str(exc).split())}.")
         error.close_connection = True  # type: ignore[attr-defined]  # the parser cannot go on
         raise error from None

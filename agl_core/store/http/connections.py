@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import resource
+import socket
 import time
 from typing import Any
 
@@ -33,7 +34,13 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from agl_core.store.http.guard import ErrorLogLimiter
 
-__all__ = ["CONNECTIONS", "ConnectionTracker", "default_max_connections"]
+__all__ = ["ACCEPT_BURST", "ACCEPT_QUEUE", "CONNECTIONS", "ConnectionTracker", "default_max_connections"]
+
+ACCEPT_BURST = 32
+"""Connections asyncio accepts in one go (the site's backlog): fewer than the open-file reserve."""
+
+ACCEPT_QUEUE = 1024
+"""The kernel's queue of connections waiting to be accepted."""
 
 _WAITING, _RECEIVING, _WORKING = 0, 1, 2
 _FD_RESERVE = 64  # files the process keeps for itself (store, logs, outgoing sockets)
@@ -82,7 +89,10 @@ class ConnectionTracker:
         self._logger = logger
         self._errors = ErrorLogLimiter(logger)
         self._states: dict[Any, tuple[int, float]] = {}
+        self._opened: dict[Any, float] = {}
         self._server: web.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._previous_handler: Any = None
         self._task: asyncio.Task[None] | None = None
         self._cap_logged = float("-inf")
 
@@ -106,16 +116,55 @@ class ConnectionTracker:
 
         server.request_handler = tracked
         self._server = server
-        self._task = asyncio.get_running_loop().create_task(self._sweep_forever(server))
+        loop = asyncio.get_running_loop()
+        self._loop, self._previous_handler = loop, loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
+        self._task = loop.create_task(self._sweep_forever(server))
+
+    def listen(self, sockets: Any) -> None:
+        """Give `sockets` (the site's listening sockets) a long accept queue.
+
+        The site is started with a short backlog, which is also how many connections asyncio accepts
+        in one go: the cap then closes connections before the open-file limit is reached (accepting
+        1024 at once would pass it). The kernel's queue is made long again here.
+        """
+        for listening in sockets or ():
+            with contextlib.suppress(OSError, ValueError):
+                sock = socket.socket(fileno=listening.fileno())  # a second handle on the same socket
+                try:
+                    sock.listen(ACCEPT_QUEUE)
+                finally:
+                    sock.detach()  # the site still owns the file descriptor
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio's report of a failed ``accept()`` (out of files) once a minute; others as before."""
+        if context.get("message") == "socket.accept() out of system resource":
+            self._errors.log(
+                logging.WARNING,
+                ("accept", "EMFILE"),
+                "Store server out of open files (ulimit -n %d) while accepting; new connections wait a "
+                "second. Raise ulimit -n or lower --max-connections (now %d).",
+                resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+                self.max_connections,
+            )
+            return
+        if self._previous_handler is not None:
+            self._previous_handler(loop, context)
+        else:
+            loop.default_exception_handler(context)
 
     async def stop(self) -> None:
         """Stop sweeping."""
         task, self._task = self._task, None
+        if self._loop is not None and self._loop.get_exception_handler() == self._loop_exception:
+            self._loop.set_exception_handler(self._previous_handler)
+        self._loop = None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._states.clear()
+        self._opened.clear()
 
     # ------------------------------------------------------------------------------ events
 
@@ -125,26 +174,32 @@ class ConnectionTracker:
             self._states[request.protocol] = (_WORKING, time.monotonic())
 
     def opened(self, connection: Any, transport: Any) -> None:
-        """A new connection: it waits for its first head; at the cap, the longest waiting one is closed."""
-        self._states[connection] = (_WAITING, time.monotonic())
+        """A new connection: it waits for its first head; past the cap, the oldest idle ones are closed.
+
+        Idle means waiting for a request head or receiving a body; connections being answered are never
+        cut, and neither is the new one (its protocol has not started yet), so the cap may be passed by
+        the connections busy at that moment, within the open-file reserve.
+        """
+        now = time.monotonic()
+        self._states[connection] = (_WAITING, now)
+        self._opened[connection] = now
         excess = len(self._states) - self.max_connections
         if excess <= 0:
             return
+        opened = self._opened
         idle = sorted(
-            (since, id(c), c)
-            for c, (state, since) in self._states.items()
+            (opened.get(c, now), id(c), c)
+            for c, (state, _) in self._states.items()
             if c is not connection and state != _WORKING and not getattr(c, "_request_in_progress", False)
         )
-        victims = [c for _, _, c in idle[:excess]] or [connection]
-        for victim in victims:
-            self._close(victim, transport if victim is connection else None)
-        self.closed_at_cap += len(victims)
-        now = time.monotonic()
+        for _, _, victim in idle[:excess]:
+            self._close(victim)
+            self.closed_at_cap += 1
         if now - self._cap_logged >= 60.0:
             self._cap_logged = now
             self._logger.warning(
                 "Store server at its cap of %d open connections (--max-connections; the open-file limit "
-                "is %d): closing the connections that waited longest for their request (%d so far). "
+                "is %d): closing the connections that have waited longest for a request (%d so far). "
                 "Raise ulimit -n or --max-connections if these are real clients.",
                 self.max_connections,
                 resource.getrlimit(resource.RLIMIT_NOFILE)[0],
@@ -154,6 +209,7 @@ class ConnectionTracker:
     def lost(self, connection: Any) -> None:
         """A connection closed."""
         self._states.pop(connection, None)
+        self._opened.pop(connection, None)
 
     def request_error(self, status: int, exc: BaseException | None, request: web.BaseRequest) -> None:
         """Log a request aiohttp could not parse or answer, once per kind per minute."""
@@ -185,13 +241,12 @@ class ConnectionTracker:
             ):
                 if state == _WAITING and getattr(connection, "_request_in_progress", False):
                     continue  # still writing the previous answer to a slow reader
-                self._close(connection, None)
+                self._close(connection)
                 self.closed_slow += 1
 
-    def _close(self, connection: Any, transport: Any) -> None:
+    def _close(self, connection: Any) -> None:
         self._states.pop(connection, None)
-        if transport is not None:
-            transport.close()
+        self._opened.pop(connection, None)
         connection.force_close()
 
 

@@ -31,7 +31,7 @@ from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.store.http._legacy_options import legacy_server_options
-from agl_core.store.http.connections import CONNECTIONS, ConnectionTracker
+from agl_core.store.http.connections import ACCEPT_BURST, CONNECTIONS, ConnectionTracker
 from agl_core.store.http.errors import error_payload, status_for_exception
 from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
 from agl_core.store.http.handlers import StoreApi, json_response
@@ -377,7 +377,7 @@ class LightningStoreServer(DelegatingLightningStore):
         await runner.setup()
         if runner.server is not None:
             self.connections.attach(runner.server)
-        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True, backlog=1024)
+        site = web.TCPSite(runner, self.host, self._requested_port, reuse_address=True, backlog=ACCEPT_BURST)
         try:
             await site.start()
         except OSError as exc:
@@ -389,6 +389,7 @@ class LightningStoreServer(DelegatingLightningStore):
                 "running there? Pick another --port (or 0 for a free one).",
             ) from exc
         self._runner = runner
+        self.connections.listen(getattr(getattr(site, "_server", None), "sockets", None))
         self._stopped.clear()
         self.api.stopping.clear()
         addresses = runner.addresses

@@ -37,8 +37,7 @@ PROVIDER = (
     'model_providers.agl.base_url="{urls.OPENAI_BASE_URL}"',
     'model_providers.agl.env_key="OPENAI_API_KEY"',
     'model_providers.agl.wire_api="responses"',
-    # a TOML string: the candidate prompts hold no quote or backslash
-    'developer_instructions="{resources.prompt.template}"',
+    "developer_instructions={resources.prompt.template|json}",  # a quoted string, whatever the prompt holds
 )
 
 

@@ -66,7 +66,8 @@ def test_a_missing_requirement_blocks_loading_with_the_install_hint(monkeypatch:
     manager.register(agl_verl.hooks, name="verl-probe", distribution="agl-verl", version="0.4.0")
     entry = manager.registry("algorithm").get("verl")
     assert entry.missing and entry.missing[0].startswith("verl>=99")
-    with pytest.raises(Exception, match=r"pip install 'verl>=99'"):
+    # the hint names what to install: the plugin's extra that carries the requirement
+    with pytest.raises(Exception, match=r"needs verl>=99 .*pip install 'agl-verl\[verl\]'"):
         entry.load()
     listed = run_cli("plugins", "list", manager=manager)
     assert "needs verl>=99" in listed.output

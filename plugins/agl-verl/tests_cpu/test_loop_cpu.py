@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,14 +22,17 @@ from typing import Any
 import pytest
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE.parents[2] / ".agl" / "test-verl" / "loop"
 STEPS = 2
 TIMEOUT_S = float(os.environ.get("AGL_VERL_CPU_TIMEOUT", "1500"))
 
 
 @pytest.fixture(scope="module")
-def run(model_dir: Path, tmp_path_factory: pytest.TempPathFactory, child_env: dict[str, str]) -> Any:
-    """Run the loop once for the module; its result.json."""
-    out = tmp_path_factory.mktemp("loop")
+def run(model_dir: Path, child_env: dict[str, str]) -> Any:
+    """Run the loop once for the module; its result.json (kept with the run's output in .agl/test-verl)."""
+    out = OUT
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
     cmd = [sys.executable, str(HERE / "loop_run.py"), str(model_dir), str(out), "--steps", str(STEPS)]
     log = out / "output.txt"
     with log.open("wb") as sink:

@@ -190,3 +190,4 @@ def test_with_256_files_300_slow_bodies_do_not_lock_out_new_clients() -> None:
             _, stderr = process.communicate(timeout=BOUND)
     assert "at its cap of 192 open connections" in stderr, stderr[-2000:]
     assert stderr.count("at its cap of") == 1
+    assert stderr.count("out of open files") <= 1 and "Traceback" not in stderr, stderr[-2000:]
