@@ -32,6 +32,7 @@ from agl_core.types.queries import (
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET, Unset
+from agl_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -740,10 +741,7 @@ def _through_public(public: str) -> Callable[..., Any]:
     return run_query
 
 
-def __getattr__(name: str) -> Any:
-    # Agent Lightning 0.3 defined is_queuing/is_running/is_finished(rollout) in this module.
-    if name in ("is_queuing", "is_running", "is_finished"):
-        from agl_core.store import _rollout_checks
-
-        return getattr(_rollout_checks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Agent Lightning 0.3 defined is_queuing/is_running/is_finished(rollout) in this module.
+__getattr__, __dir__ = lazy_exports(
+    __name__, {name: "agl_core.store._rollout_checks" for name in ("is_queuing", "is_running", "is_finished")}
+)

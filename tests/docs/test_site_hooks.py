@@ -92,7 +92,7 @@ def test_include_section_copies_one_section_and_names_the_missing_one(
 
 def test_benchmarks_page_includes_the_store_table(docs_site: ModuleType) -> None:
     page = docs_site.include_sections((DOCS_DIR / "benchmarks.md").read_text(encoding="utf-8"), DOCS_DIR)
-    assert "| `enqueue_rollout` |" in page
+    assert "| `http-memory-1` |" in page
 
 
 def test_links_to_a_plugin_readme_point_at_its_page(docs_site: ModuleType) -> None:
