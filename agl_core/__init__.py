@@ -242,9 +242,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         get_reward_value,
         get_rewards_from_span,
         is_reward_span,
-        operation,
-        reward,
     )
+    from agl_core.emitter.operation import operation  # noqa: F401
+    from agl_core.emitter.reward import reward  # noqa: F401
     from agl_core.env_var import (  # noqa: F401
         LightningEnvVar,
         resolve_bool_env_var,

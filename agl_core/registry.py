@@ -75,6 +75,13 @@ FIRST_PARTY_SCHEMES: Mapping[str, str] = {
 }
 """Store URI schemes provided by first-party plugins (seeded like :data:`FIRST_PARTY_PLUGINS`)."""
 
+FIRST_PARTY_COMMANDS: Mapping[str, str] = {
+    "agentops": "agl-legacy",
+    "prometheus": "agl-legacy",
+    "vllm": "agl-legacy",
+}
+"""``agl`` subcommands provided by first-party plugins, so a missing one gets an install hint."""
+
 COMPONENT_BASES: Mapping[str, str] = {
     "algorithm": "agl_core.algorithm.base:Algorithm",
     "runner": "agl_core.runner.base:Runner",

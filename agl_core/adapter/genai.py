@@ -234,6 +234,7 @@ def _loads(value: Any, span: Span, key: str, strict: bool) -> Any:
         return value
 
 
+_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _ROLE_ALIASES = {
     "human": "user",
     "ai": "assistant",
@@ -252,6 +253,8 @@ def normalize_role(role: Any, default: str = "user") -> str:
     """A chat role as OpenAI spells it: an enum or its repr (``MessageRole.SYSTEM``) becomes its value
     (``system``), case is folded and other frameworks' names are mapped (``human`` -> ``user``,
     ``model``/``ai`` -> ``assistant``, ``tool-response`` -> ``tool``). Unknown roles are kept (lower case)."""
+    if type(role) is str and role in _CHAT_ROLES:  # the usual case: already a plain chat role
+        return role
     value = getattr(role, "value", role)
     if value is None or value == "":
         return default

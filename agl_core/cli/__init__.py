@@ -19,6 +19,7 @@ from agl_core import __version__
 from agl_core.cli.errors import AglUserError, ExitCode, debug_enabled, user_error_from
 from agl_core.lazy_command import LazyCommand
 from agl_core.plugins import ENTRY_POINT_GROUP, PluginManager, get_plugin_manager
+from agl_core.registry import FIRST_PARTY_COMMANDS
 
 __all__ = ["AglGroup", "AglUserError", "ExitCode", "build_cli", "main"]
 
@@ -64,6 +65,9 @@ class AglGroup(click.Group):
             return super().resolve_command(ctx, args)
         except click.UsageError as exc:
             note = self.manager.failure_note(args[0]) if args else None
+            if note is None and args and args[0] in FIRST_PARTY_COMMANDS:
+                dist = FIRST_PARTY_COMMANDS[args[0]]
+                note = f"`agl {args[0]}` is provided by the {dist} plugin: pip install {dist}"
             if note is None:
                 raise
             raise click.UsageError(f"{exc.format_message()} {note}", ctx=exc.ctx) from exc

@@ -65,7 +65,9 @@ def test_damage_found_later_makes_the_server_unhealthy_and_refuse_writes(
     # As if the damage happened after the open-time check passed (or the check ran out of time).
     monkeypatch.setattr(_sqlite_schema, "quick_check", lambda *args, **kwargs: False)
     with BackgroundServer(lambda: SqliteLightningStore(path)) as server:
-        # /health probes the store (a read through the watchdog scan), which may find the damage itself
+        # /health probes the store with one read, so it reports the damage before any client call does.
+        status, _, health = request(server.endpoint, "GET", "/health")
+        assert status == 503 and health["status"] == "unhealthy"
         status, _, body = request(server.endpoint, "GET", "/v1/agl/rollouts?limit=-1")
         assert status == 503 and body["error"]["type"] == "StoreCorruptError"
         status, _, health = request(server.endpoint, "GET", "/health")
