@@ -36,7 +36,8 @@ def new_event_loop(*, prefer_uvloop: bool = False) -> asyncio.AbstractEventLoop:
         except ImportError:
             pass
         else:
-            return uvloop.new_event_loop()
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+            return loop
     return asyncio.new_event_loop()
 
 
