@@ -29,6 +29,7 @@ KNOWN_DISTRIBUTIONS = {
     "tokenizers": "tokenizers",
     "torch": "torch",
     "transformers": "transformers",
+    "uvloop": "uvloop",
     "vllm": "vllm",
     "wandb": "wandb",
 }
