@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.types import FINISHED_ROLLOUT_STATUSES, EnqueueRolloutRequest
-from agl_core.types.unset import UNSET, Unset
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
-    from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, RolloutMode, RolloutStatus
+    from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, RolloutMode
+    from agl_core.types.queries import AttemptUpdate, RolloutUpdate
 
 __all__ = ["HookedStore", "RolloutHooks", "with_rollout_hooks"]
 
@@ -125,16 +125,9 @@ class HookedStore(DelegatingLightningStore):
             request.input, request.mode, request.resources_id, request.config, request.metadata, worker_id
         )
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str,
-        status: Any = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """Run ``on_succeeded`` before a success is stored, ``on_failed`` after a final failure."""
+        rollout_id, attempt_id, status = update.rollout_id, update.attempt_id, update.status
         if status == "succeeded":
             rollout = await self.store.get_rollout_by_id(rollout_id)
             if rollout is not None and rollout.status not in FINISHED_ROLLOUT_STATUSES:
@@ -146,29 +139,16 @@ class HookedStore(DelegatingLightningStore):
                     await self._call(
                         hook.on_succeeded, rollout=rollout, attempt_id=resolved, store=self.store
                     )
-        attempt = await self.store.update_attempt(
-            rollout_id, attempt_id, status, worker_id, last_heartbeat_time, metadata
-        )
+        attempt = await self.store._apply_attempt_update(update)
         if status in ("failed", "timeout", "unresponsive"):
             await self._after_failure(rollout_id)
         return attempt
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any = UNSET,
-        mode: Any = UNSET,
-        resources_id: Any = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: Any = UNSET,
-        metadata: Any = UNSET,
-    ) -> Rollout:
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """Run ``on_failed`` after the rollout is set to ``failed`` or ``cancelled``."""
-        rollout = await self.store.update_rollout(
-            rollout_id, input, mode, resources_id, status, config, metadata
-        )
-        if status in ("failed", "cancelled"):
-            await self._after_failure(rollout_id)
+        rollout = await self.store._apply_rollout_update(update)
+        if update.status in ("failed", "cancelled"):
+            await self._after_failure(update.rollout_id)
         return rollout
 
     async def _after_failure(self, rollout_id: str) -> None:
