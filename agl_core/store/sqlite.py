@@ -52,9 +52,6 @@ from agl_core.store.base import (
 )
 from agl_core.store.errors import InvalidRequestError, InvalidSpanError, StoreOpenError
 from agl_core.store.logic import (
-    check_enqueue_requests,
-    check_int_bound,
-    check_optional_str,
     check_rollout_ids,
     check_timeout,
 )
@@ -69,12 +66,21 @@ from agl_core.types import (
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 
 __all__ = ["SchemaVersionError", "SqliteLightningStore"]
 
@@ -247,75 +253,35 @@ class SqliteLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(
-        input: Any, mode: object, resources_id: object, config: object, metadata: object
-    ) -> NewRollout:
+    def _new_rollout(r: EnqueueRolloutRequest) -> NewRollout:
+        """A checked rollout (`logic.check_new_rollout`) encoded as its columns."""
         return NewRollout(
-            dump_json("input", input),
-            logic.validate_mode(mode),
-            check_optional_str("resources_id", resources_id),
-            *config_columns(config),
-            metadata_json("metadata", metadata),
+            dump_json("input", r.input),
+            r.mode,
+            r.resources_id,
+            *config_columns(r.config),
+            metadata_json("metadata", r.metadata),
         )
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """See `LightningStore.start_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        worker = check_optional_str("worker_id", worker_id)
-        return await self._call(self._ops.start_rollout, (item, worker), WRITE, guarded=True)
+        item = self._new_rollout(request.rollout)
+        return await self._call(self._ops.start_rollout, (item, request.worker_id), WRITE, guarded=True)
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        result = await self._call(self._ops.enqueue, ((item,),), WRITE_ONE, guarded=True)
-        return result[0]
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue all rollouts atomically (one transaction), keeping their order."""
+        items = [self._new_rollout(r) for r in request.rollouts]
+        mode = WRITE_ONE if len(items) == 1 else WRITE
+        return await self._call(self._ops.enqueue, (items,), mode, guarded=True)
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue all requests atomically (one transaction), keeping their order."""
-        items = [
-            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
-            for r in check_enqueue_requests(rollouts)
-        ]
-        return await self._call(self._ops.enqueue, (items,), WRITE, guarded=True)
-
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        worker = check_optional_str("worker_id", worker_id)
-        claimed = await self._call(self._ops.dequeue, (1, worker), WRITE, guarded=True)
-        return claimed[0] if claimed else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
-        check_int_bound("limit", limit)
-        worker = check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
-        return await self._call(self._ops.dequeue, (limit, worker), WRITE, guarded=True)
+        return await self._call(self._ops.dequeue, (request.limit, request.worker_id), WRITE, guarded=True)
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
-        check_id("rollout_id", rollout_id)
-        worker = check_optional_str("worker_id", worker_id)
-        return await self._call(self._ops.start_attempt, (rollout_id, worker), WRITE, guarded=True)
+        args = (request.rollout_id, request.worker_id)
+        return await self._call(self._ops.start_attempt, args, WRITE, guarded=True)
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -327,21 +293,11 @@ class SqliteLightningStore(LightningStore):
             reads.query_rollouts, (self._ops, *args), _read_mode(limit, offset), guarded=True
         )
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
-        check_id("rollout_id", rollout_id)
-        logic.check_page(sort_by, sort_order, limit, offset, Attempt)
-        args = (rollout_id, sort_by, sort_order, limit, offset)
+        args = (query.rollout_id, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(
-            reads.query_attempts, (self._ops, *args), _read_mode(limit, offset), guarded=True
+            reads.query_attempts, (self._ops, *args), _read_mode(query.limit, query.offset), guarded=True
         )
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:

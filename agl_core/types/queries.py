@@ -25,10 +25,15 @@ from agl_core.types.status import ROLLOUT_STATUSES, RolloutMode, WorkerStatus
 from agl_core.types.unset import UNSET
 
 __all__ = [
+    "AttemptQuery",
     "AttemptUpdate",
+    "DequeueRollouts",
+    "EnqueueRollouts",
     "RolloutQuery",
     "RolloutUpdate",
     "SpanQuery",
+    "StartAttempt",
+    "StartRollout",
     "StoreQuery",
     "WorkerQuery",
 ]
@@ -184,3 +189,53 @@ class AttemptUpdate:
             for name in ("status", "worker_id", "last_heartbeat_time", "metadata")
             if (value := getattr(self, name)) is not UNSET
         }
+
+
+@dataclass(slots=True)
+class AttemptQuery(StoreQuery):
+    """Sorting and paging of ``query_attempts``: the attempts of one rollout."""
+
+    rollout_id: str
+    sort_by: str | None = "sequence_id"
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+@dataclass(slots=True)
+class StartRollout:
+    """A ``start_rollout`` call: a rollout created in ``preparing`` with attempt #1, not queued.
+
+    After `agl_core.store.logic.check_start_rollout`: ``rollout`` is an `EnqueueRolloutRequest` whose
+    mode and resources id are valid and whose ``config`` (never None) and ``metadata`` are private copies.
+    """
+
+    rollout: Any
+    worker_id: Any = None
+
+
+@dataclass(slots=True)
+class EnqueueRollouts:
+    """An ``enqueue_rollout`` or ``enqueue_many_rollouts`` call: rollouts to queue, in order.
+
+    After `agl_core.store.logic.check_enqueue_rollouts`: a list of checked `EnqueueRolloutRequest` as in
+    `StartRollout`.
+    """
+
+    rollouts: Sequence[Any]
+
+
+@dataclass(slots=True)
+class DequeueRollouts:
+    """A ``dequeue_rollout`` (``limit=1``) or ``dequeue_many_rollouts`` call; checked, ``limit`` >= 1."""
+
+    limit: Any = 1
+    worker_id: Any = None
+
+
+@dataclass(slots=True)
+class StartAttempt:
+    """A ``start_attempt`` call: a new ``preparing`` attempt of a rollout (a manual retry)."""
+
+    rollout_id: Any
+    worker_id: Any = None

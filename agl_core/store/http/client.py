@@ -63,17 +63,25 @@ from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -416,83 +424,53 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ rollouts
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
-        """See `LightningStore.start_rollout`."""
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts`` with the checked rollout."""
+        r = request.rollout
         payload = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-            "worker_id": worker_id,
+            "input": r.input,
+            "mode": r.mode,
+            "resources_id": r.resources_id,
+            "config": r.config,
+            "metadata": r.metadata,
+            "worker_id": request.worker_id,
         }
         _check_values(payload)
         return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-        }
-        _check_values(item)
-        result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
-        if len(result) != 1:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
+        items = [
+            {
+                "input": r.input,
+                "mode": r.mode,
+                "resources_id": r.resources_id,
+                "config": r.config,
+                "metadata": r.metadata,
+            }
+            for r in request.rollouts
+        ]
+        for item in items:
+            _check_values(item)
+        result = await self._post("/queues/rollouts/enqueue", {"rollouts": items}, list[Rollout])
+        if len(result) != len(items):
             raise StoreServerError(
-                f"The store at {self.url} answered {len(result)} rollouts for one enqueue."
+                f"The store at {self.url} answered {len(result)} rollouts for {len(items)} enqueued."
             )
-        return result[0]  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """See `LightningStore.enqueue_many_rollouts` (one request)."""
-        if not rollouts:
-            return []
-        batch = logic.check_enqueue_requests(rollouts)
-        return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
-        )
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+        """``POST /v1/agl/queues/rollouts/dequeue``."""
+        payload = {"limit": request.limit, "worker_id": request.worker_id}
+        return await self._post("/queues/rollouts/dequeue", payload, list[AttemptedRollout])  # type: ignore[no-any-return]
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        result = await self._post(
-            "/queues/rollouts/dequeue", {"limit": 1, "worker_id": worker_id}, list[AttemptedRollout]
-        )
-        return result[0] if result else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
-        """See `LightningStore.dequeue_many_rollouts` (one request)."""
-        if isinstance(limit, int) and limit <= 0:
-            return []
-        return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/dequeue", {"limit": limit, "worker_id": worker_id}, list[AttemptedRollout]
-        )
-
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
-        """See `LightningStore.start_attempt`."""
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts/{id}/attempts``."""
+        rollout_id = request.rollout_id
         if rollout_id == "":
             raise RolloutNotFoundError(rollout_id)
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts"
-        return await self._post(path, {"worker_id": worker_id}, AttemptedRollout)  # type: ignore[no-any-return]
+        return await self._post(path, {"worker_id": request.worker_id}, AttemptedRollout)  # type: ignore[no-any-return]
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -506,20 +484,12 @@ class LightningStoreClient(LightningStore):
             "/rollouts/search", payload, PaginatedResult[AnyRollout], mutating=False
         )
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
-        """See `LightningStore.query_attempts`."""
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+        """``POST /v1/agl/rollouts/{id}/attempts/search`` with the checked query."""
+        rollout_id, limit, offset = query.rollout_id, query.limit, query.offset
         if rollout_id == "":
-            logic.validate_pagination(limit, offset)
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
-        payload = {"sort_by": sort_by, "sort_order": sort_order, "limit": limit, "offset": offset}
+        payload = {"sort_by": query.sort_by, "sort_order": query.sort_order, "limit": limit, "offset": offset}
         path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/search"
         return await self._post(path, payload, PaginatedResult[Attempt], mutating=False)  # type: ignore[no-any-return]
 

@@ -26,8 +26,6 @@ from agl_core.store import (
 from agl_core.store import logic as store_logic
 from agl_core.store.logic import (
     NormalizedFilter,
-    check_enqueue_requests,
-    check_optional_str,
     check_rollout_ids,
     check_timeout,
 )
@@ -40,12 +38,21 @@ from agl_core.types import (
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
 from agl_mongo.codec import (
     check_id,
@@ -219,88 +226,45 @@ class MongoLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(
-        input: Any, mode: object, resources_id: object, config: object, metadata: object
-    ) -> rollouts.NewRollout:
-        config_json, watched = config_fields(config)
+    def _new_rollout(r: EnqueueRolloutRequest) -> rollouts.NewRollout:
+        """A checked rollout (`logic.check_new_rollout`) encoded for its document."""
+        config_json, watched = config_fields(r.config)
         return rollouts.NewRollout(
-            dump_json("input", input),
-            store_logic.validate_mode(mode),
-            check_optional_str("resources_id", resources_id),
+            dump_json("input", r.input),
+            r.mode,
+            r.resources_id,
             config_json,
             watched,
-            metadata_json("metadata", metadata),
+            metadata_json("metadata", r.metadata),
         )
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """See `LightningStore.start_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        worker = check_optional_str("worker_id", worker_id)
+        item = self._new_rollout(request.rollout)
         await self._guard()
-        (created,) = await rollouts.create_rollouts(self._ctx, [item], "preparing", worker, uuid.uuid4().hex)
+        token = uuid.uuid4().hex
+        (created,) = await rollouts.create_rollouts(self._ctx, [item], "preparing", request.worker_id, token)
         return created  # type: ignore[return-value]
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        await self._guard()
-        (created,) = await rollouts.create_rollouts(self._ctx, [item], "queuing", None, "")
-        return created
-
-    async def enqueue_many_rollouts(self, rollouts_: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue all requests with one insert, keeping their order in the result and the queue.
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue all rollouts with one insert, keeping their order in the result and the queue.
 
         The insert is unordered but every document carries its queue position, so a partial failure
         (connection loss past ``retry_timeout``) leaves the stored ones queued in order.
         """
-        items = [
-            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
-            for r in check_enqueue_requests(rollouts_)
-        ]
+        items = [self._new_rollout(r) for r in request.rollouts]
         await self._guard()
         return await rollouts.create_rollouts(self._ctx, items, "queuing", None, "")
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        worker = check_optional_str("worker_id", worker_id)
-        await self._guard()
-        claimed = await queue.dequeue(self._ctx, 1, worker)
-        return claimed[0] if claimed else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in FIFO order, one atomic claim each."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
-        store_logic.check_int_bound("limit", limit)
-        worker = check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
         await self._guard()
-        return await queue.dequeue(self._ctx, limit, worker)
+        return await queue.dequeue(self._ctx, request.limit, request.worker_id)
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
-        check_id("rollout_id", rollout_id)
-        worker = check_optional_str("worker_id", worker_id)
         await self._guard()
-        return await queue.start_attempt(self._ctx, rollout_id, worker)
+        return await queue.start_attempt(self._ctx, request.rollout_id, request.worker_id)
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -310,20 +274,11 @@ class MongoLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await rollouts.query_rollouts(self._ctx, where, *page)
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
-        check_id("rollout_id", rollout_id)
-        store_logic.check_page(sort_by, sort_order, limit, offset, Attempt)
         await self._guard()
-        return await rollouts.query_attempts(self._ctx, rollout_id, sort_by, sort_order, limit, offset)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await rollouts.query_attempts(self._ctx, query.rollout_id, *page)
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
