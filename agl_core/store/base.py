@@ -14,16 +14,19 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, final
 
 from agl_core.store.errors import InvalidRequestError
-from agl_core.store.logic.checks import check_optional_str
+from agl_core.store.logic.checks import check_optional_str, validate_span
 from agl_core.store.logic.filters import NormalizedFilter, resolve_rollout_query_aliases
 from agl_core.store.logic.queries import (
+    check_add_spans,
     check_attempt_query,
     check_attempt_update,
     check_dequeue_rollouts,
     check_enqueue_rollouts,
+    check_id,
     check_new_rollout,
     check_rollout_query,
     check_rollout_update,
+    check_sequence_ids,
     check_span_query,
     check_start_attempt,
     check_start_rollout,
@@ -31,6 +34,7 @@ from agl_core.store.logic.queries import (
 )
 from agl_core.store.logic.watchdog import ScanDebouncer
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -38,6 +42,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -226,6 +231,10 @@ class LightningStore(abc.ABC):
         if isinstance(checked, DequeueRollouts) and checked.limit <= 0:
             return []
         if isinstance(checked, EnqueueRollouts) and not checked.rollouts:
+            return []
+        if isinstance(checked, AddSpans) and not checked.spans:
+            return []
+        if isinstance(checked, SpanSequenceIds) and not checked.pairs:
             return []
         return await getattr(self, backend)(checked)
 
@@ -532,7 +541,7 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ spans
 
-    @abc.abstractmethod
+    @final
     async def add_span(self, span: Span) -> Span | None:
         """Store one span; return it, or None if ``(rollout_id, attempt_id, span_id)`` already exists.
 
@@ -541,20 +550,24 @@ class LightningStore(abc.ABC):
         larger. Raises `RolloutNotFoundError`/`AttemptNotFoundError` for unknown ids and
         `InvalidSpanError` for a malformed span (`logic.validate_span`).
         """
+        stored = await self._insert_spans(AddSpans([validate_span(span)]))
+        return stored[0] if stored else None
 
+    @final
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """Store several spans; return only those inserted (duplicates are skipped), in input order.
 
-        The default calls `add_span()` per span and is not atomic; backends override it to validate the
-        whole batch first and insert it in one transaction.
+        Every span is checked first; the batch is stored in one atomic step.
         """
-        inserted: list[Span] = []
-        for span in spans:
-            stored = await self.add_span(span)
-            if stored is not None:
-                inserted.append(stored)
-        return inserted
+        request = check_add_spans(AddSpans(spans))
+        return await self._insert_spans(request) if request.spans else []
 
+    @abc.abstractmethod
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Backend of `add_span`, `add_many_spans` and `add_otel_span`: `request` holds at least one
+        valid span (`logic.check_add_spans`); store the new ones atomically and return them in order."""
+
+    @final
     async def add_otel_span(
         self,
         rollout_id: str,
@@ -575,23 +588,29 @@ class LightningStore(abc.ABC):
         )
         return await self.add_span(span)
 
-    @abc.abstractmethod
+    @final
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """Issue the next sequence id of the rollout: 1, 2, 3, ... with no gaps and no repeats.
 
         The counter is per rollout (the attempt id is ignored, quirk 5) and ids are not
         validated, so a tracer may allocate ids before its first span lands.
         """
+        check_id("rollout_id", rollout_id)
+        (issued,) = await self._issue_sequence_ids(SpanSequenceIds([(rollout_id, attempt_id)]))
+        return issued
 
+    @final
     async def get_many_span_sequence_ids(
         self, rollout_attempt_ids: Sequence[tuple[str, str]]
     ) -> Sequence[int]:
-        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, in input order.
+        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
+        request = check_sequence_ids(SpanSequenceIds(rollout_attempt_ids))
+        return await self._issue_sequence_ids(request) if request.pairs else []
 
-        The default calls `get_next_span_sequence_id()` per pair; backends override it with one batch
-        (`logic.plan_sequence_ids`).
-        """
-        return [await self.get_next_span_sequence_id(r, a) for r, a in rollout_attempt_ids]
+    @abc.abstractmethod
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """Backend of `get_next_span_sequence_id` and `get_many_span_sequence_ids`: `request` holds at
+        least one checked pair (`logic.check_sequence_ids`, `logic.plan_sequence_ids` plans the ids)."""
 
     @final
     async def query_spans(
@@ -722,6 +741,8 @@ _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
     DequeueRollouts: (check_dequeue_rollouts, "_dequeue_rollouts"),
     StartAttempt: (check_start_attempt, "_start_attempt"),
     AttemptQuery: (check_attempt_query, "_query_attempts"),
+    AddSpans: (check_add_spans, "_insert_spans"),
+    SpanSequenceIds: (check_sequence_ids, "_issue_sequence_ids"),
 }
 """Request type -> its check and the backend method that runs it."""
 
@@ -738,6 +759,11 @@ BACKEND_METHODS: dict[str, str] = {
     "dequeue_many_rollouts": "_dequeue_rollouts",
     "start_attempt": "_start_attempt",
     "query_attempts": "_query_attempts",
+    "add_span": "_insert_spans",
+    "add_many_spans": "_insert_spans",
+    "add_otel_span": "_insert_spans",
+    "get_next_span_sequence_id": "_issue_sequence_ids",
+    "get_many_span_sequence_ids": "_issue_sequence_ids",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 

@@ -67,7 +67,6 @@ from agl_core.store.logic import (
     sort_key_for,
     validate_pagination,
     validate_sort_order,
-    validate_span,
     worker_updates_for_heartbeat,
 )
 from agl_core.types import (
@@ -80,6 +79,7 @@ from agl_core.types import (
     Worker,
 )
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -87,6 +87,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -395,26 +396,9 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """Store the span and count it as a heartbeat; do not modify it afterwards.
-
-        Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
-        """
-        validate_span(span)
-        st = self._state
-        with self._lock:
-            rec = st.record(span.rollout_id)
-            index = rec.attempt_index.get(span.attempt_id)
-            if index is None:
-                raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-            if not st.insert_spans(rec, index, (span,)):
-                return None
-            st.heartbeat(rec, index, self.clock())
-            return span
-
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span first, then store the new ones atomically; returns those inserted."""
-        batch = [validate_span(span) for span in spans]
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Store the new spans of the checked batch atomically; returns those inserted."""
+        batch = request.spans
         st = self._state
         with self._lock:
             targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
@@ -447,25 +431,9 @@ class InMemoryLightningStore(LightningStore):
                     st.heartbeat(rec, index, now)
             return inserted
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """Issue the rollout's next span sequence id (1, 2, 3, ...; ids are not checked to exist)."""
-        check_id("rollout_id", rollout_id)
-        with self._lock:
-            counters = self._state.sequence_ids
-            value = counters[rollout_id] = counters.get(rollout_id, 0) + 1
-            return value
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
-        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[0], str):
-                raise InvalidRequestError(
-                    f"Expected (rollout_id, attempt_id) pairs of strings, got {pair!r}."
-                )
-            rollout_ids.append(pair[0])
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """One sequence id per checked pair, atomically, in input order (ids are not checked to exist)."""
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         with self._lock:
             counters = self._state.sequence_ids
             issued, updated = plan_sequence_ids(rollout_ids, lambda rid: counters.get(rid, 0))

@@ -50,7 +50,7 @@ from agl_core.store.base import (
     LightningStoreStatistics,
     Unset,
 )
-from agl_core.store.errors import InvalidRequestError, InvalidSpanError, StoreOpenError
+from agl_core.store.errors import InvalidRequestError, StoreOpenError
 from agl_core.store.logic import (
     check_rollout_ids,
     check_timeout,
@@ -70,6 +70,7 @@ from agl_core.types import (
     Worker,
 )
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -77,6 +78,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -374,40 +376,22 @@ class SqliteLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = logic.validate_span(span)
-        return await self._call(spans_ops.add_span, (self._ops, checked, _span_json(checked)), WRITE)
-
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
-        if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans).__name__}."
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Insert the checked batch in one transaction (duplicates skipped)."""
+        checked = request.spans
+        if len(checked) == 1:
+            stored = await self._call(
+                spans_ops.add_span, (self._ops, checked[0], _span_json(checked[0])), WRITE
             )
-        checked = [logic.validate_span(span) for span in spans]
-        if not checked:
-            return []
+            return [] if stored is None else [stored]
         datas = [_span_json(span) for span in checked]
         return await self._call(spans_ops.add_spans, (self._ops, checked, datas), WRITE)
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await self._call(spans_ops.next_sequence_id, (self._ops, rollout_id), WRITE_ONE)
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            check_id("rollout_id", pair[0])
-            rollout_ids.append(pair[0])
-        if not rollout_ids:
-            return []
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
+        if len(rollout_ids) == 1:
+            return [await self._call(spans_ops.next_sequence_id, (self._ops, rollout_ids[0]), WRITE_ONE)]
         return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:

@@ -25,6 +25,7 @@ from agl_core.types.status import ROLLOUT_STATUSES, RolloutMode, WorkerStatus
 from agl_core.types.unset import UNSET
 
 __all__ = [
+    "AddSpans",
     "AttemptQuery",
     "AttemptUpdate",
     "DequeueRollouts",
@@ -32,6 +33,7 @@ __all__ = [
     "RolloutQuery",
     "RolloutUpdate",
     "SpanQuery",
+    "SpanSequenceIds",
     "StartAttempt",
     "StartRollout",
     "StoreQuery",
@@ -239,3 +241,21 @@ class StartAttempt:
 
     rollout_id: Any
     worker_id: Any = None
+
+
+@dataclass(slots=True)
+class AddSpans:
+    """An ``add_span``/``add_many_spans``/``add_otel_span`` call: spans to store, in order.
+
+    After `agl_core.store.logic.check_add_spans`: a list of at least one valid span (`validate_span`).
+    """
+
+    spans: Sequence[Any]
+
+
+@dataclass(slots=True)
+class SpanSequenceIds:
+    """A ``get_next_span_sequence_id``/``get_many_span_sequence_ids`` call: one id per
+    ``(rollout_id, attempt_id)`` pair; checked, at least one pair."""
+
+    pairs: Sequence[tuple[str, str]]

@@ -71,6 +71,7 @@ from agl_core.types import (
     Worker,
 )
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -78,6 +79,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -571,9 +573,20 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        logic.validate_span(span)
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """``POST /v1/agl/spans`` for one span, ``/spans/batch`` for several (the server answers which
+        spans were new)."""
+        batch = list(request.spans)
+        if len(batch) == 1:
+            stored = await self._add_one_span(batch[0])
+            return [] if stored is None else [stored]
+        raw = await self._call(
+            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
+        )
+        inserted = pydantic_core.from_json(raw.body)["inserted"]
+        return [batch[i] for i in inserted]
+
+    async def _add_one_span(self, span: Span) -> Span | None:
         tries = [0]
         raw = (await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)).body
         stored: Span | None = _decode(Span | None, raw)
@@ -585,36 +598,14 @@ class LightningStoreClient(LightningStore):
                 return page.items[0]
         return stored
 
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
-        batch = list(spans)
-        if not batch:
-            return []
-        for span in batch:
-            logic.validate_span(span)
-        raw = await self._call(
-            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
-        )
-        inserted = pydantic_core.from_json(raw.body)["inserted"]
-        return [batch[i] for i in inserted]
-
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        raw = await self._call(
-            "POST",
-            "/spans/next",
-            _encode({"rollout_id": rollout_id, "attempt_id": attempt_id}),
-            mutating=True,
-        )
-        return int(pydantic_core.from_json(raw.body)["sequence_id"])
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
-        """See `LightningStore.get_many_span_sequence_ids` (one request)."""
-        pairs = [list(pair) for pair in rollout_attempt_ids]
-        if not pairs:
-            return []
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """``POST /v1/agl/spans/next`` for one pair, ``/spans/sequence-ids`` for several."""
+        pairs = [list(pair) for pair in request.pairs]
+        if len(pairs) == 1:
+            rollout_id, attempt_id = pairs[0]
+            body = _encode({"rollout_id": rollout_id, "attempt_id": attempt_id})
+            raw = await self._call("POST", "/spans/next", body, mutating=True)
+            return [int(pydantic_core.from_json(raw.body)["sequence_id"])]
         raw = await self._call(
             "POST", "/spans/sequence-ids", _encode({"rollout_attempt_ids": pairs}), mutating=True
         )

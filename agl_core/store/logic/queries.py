@@ -8,10 +8,10 @@ of a query, or the update with its values validated and copied. Backends never c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agl_core.store.errors import InvalidRequestError
+from agl_core.store.errors import InvalidRequestError, InvalidSpanError
 from agl_core.store.logic.checks import (
     check_enqueue_requests,
     check_json_value,
@@ -25,6 +25,7 @@ from agl_core.store.logic.checks import (
     validate_mode,
     validate_rollout_status,
     validate_sort_order,
+    validate_span,
 )
 from agl_core.store.logic.filters import (
     FilterCondition,
@@ -36,6 +37,7 @@ from agl_core.store.logic.filters import (
 from agl_core.store.logic.sorting import sort_key_for, validate_pagination
 from agl_core.types import Attempt, EnqueueRolloutRequest, Rollout, Span, Worker
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -43,6 +45,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -50,6 +53,7 @@ from agl_core.types.queries import (
 from agl_core.types.unset import UNSET
 
 __all__ = [
+    "check_add_spans",
     "check_attempt_query",
     "check_attempt_update",
     "check_dequeue_rollouts",
@@ -59,6 +63,7 @@ __all__ = [
     "check_page",
     "check_rollout_query",
     "check_rollout_update",
+    "check_sequence_ids",
     "check_span_query",
     "check_start_attempt",
     "check_start_rollout",
@@ -282,3 +287,21 @@ def check_attempt_query(query: AttemptQuery) -> AttemptQuery:
     check_id("rollout_id", query.rollout_id)
     check_page(query.sort_by, query.sort_order, query.limit, query.offset, Attempt)
     return query
+
+
+def check_add_spans(request: AddSpans) -> AddSpans:
+    """Check an `AddSpans`: a sequence of valid spans (`validate_span`); returns them as a list."""
+    spans = request.spans
+    if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
+        raise InvalidSpanError(f"add_many_spans expects a list of Span objects, got {type(spans).__name__}.")
+    return AddSpans([validate_span(span) for span in spans])
+
+
+def check_sequence_ids(request: SpanSequenceIds) -> SpanSequenceIds:
+    """Check a `SpanSequenceIds`: ``(rollout_id, attempt_id)`` pairs with a valid rollout id each."""
+    pairs: list[tuple[str, str]] = []
+    for pair in request.pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
+        pairs.append((check_id("rollout_id", pair[0]), pair[1]))
+    return SpanSequenceIds(pairs)

@@ -42,6 +42,14 @@ async def _dequeue_one_by_one(store: Any, request: Any) -> Any:
     return claimed
 
 
+async def _add_one_by_one(store: Any, request: Any) -> Any:
+    return [stored for span in request.spans if (stored := await store.add_span(span)) is not None]
+
+
+async def _issue_one_by_one(store: Any, request: Any) -> Any:
+    return [await store.get_next_span_sequence_id(r, a) for r, a in request.pairs]
+
+
 def _by_keywords(public: str) -> tuple[str, Call]:
     return public, lambda store, query: getattr(store, public)(**query.keywords())
 
@@ -97,6 +105,20 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
             ("dequeue_rollout", _dequeue_one_by_one),
         ],
     ),
+    "_insert_spans": (
+        "add_span",
+        [
+            ("add_many_spans", lambda store, req: store.add_many_spans(req.spans)),
+            ("add_span", _add_one_by_one),
+        ],
+    ),
+    "_issue_sequence_ids": (
+        "get_next_span_sequence_id",
+        [
+            ("get_many_span_sequence_ids", lambda store, req: store.get_many_span_sequence_ids(req.pairs)),
+            ("get_next_span_sequence_id", _issue_one_by_one),
+        ],
+    ),
     "_start_attempt": (
         "start_attempt",
         [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],
@@ -131,16 +153,23 @@ class LightningStore03(LightningStore):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for backend, (_, publics) in _ADAPTERS.items():
-            if not getattr(getattr(cls, backend), "__agl_03_stub__", False):
-                continue  # the class (or a base) implements the backend method itself
-            for public, call in publics:
-                if getattr(cls, public) is not getattr(LightningStore, public):
-                    setattr(cls, backend, _through(call, backend))
-                    break
+            overridden = [
+                (p, call) for p, call in publics if getattr(cls, p) is not getattr(LightningStore03, p)
+            ]
+            implemented = not getattr(getattr(cls, backend), "__agl_03_stub__", False)
+            if overridden and not implemented:
+                setattr(cls, backend, _through(overridden[0][1], backend))
+            if overridden or implemented:  # the others of the group reach the backend method
+                for public, _ in publics:
+                    if getattr(cls, public) is getattr(LightningStore03, public):
+                        setattr(cls, public, getattr(LightningStore, public))
 
 
 for _name in LightningStore.__abstractmethods__:
     _public = _ADAPTERS[_name][0] if _name in _ADAPTERS else _name
     setattr(LightningStore03, _name, _not_implemented(_public, _name))
+for _group in _ADAPTERS.values():
+    for _public, _call in _group[1]:  # as in 0.3, a method not overridden raises before checking its arguments
+        setattr(LightningStore03, _public, _not_implemented(_public, _public))
 LightningStore03.__abstractmethods__ = frozenset()
-del _name, _public
+del _name, _public, _group, _call

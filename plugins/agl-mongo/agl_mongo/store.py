@@ -17,7 +17,6 @@ from typing import Any, Literal
 from agl_core.store import (
     UNSET,
     InvalidRequestError,
-    InvalidSpanError,
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
@@ -42,6 +41,7 @@ from agl_core.types import (
     Worker,
 )
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -49,6 +49,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -338,41 +339,17 @@ class MongoLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = store_logic.validate_span(span)
-        inserted = await spans.add_spans(self._ctx, [checked])
-        return inserted[0] if inserted else None
-
-    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span and check every target attempt, then insert the batch in one call.
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Check every target attempt, then insert the checked batch in one call.
 
         Duplicates are skipped. Not atomic across documents: a connection loss past ``retry_timeout``
         in the middle can leave part of a batch stored (each stored span is complete).
         """
-        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
-            )
-        checked = [store_logic.validate_span(span) for span in spans_]
-        if not checked:
-            return []
-        return await spans.add_spans(self._ctx, checked)
+        return await spans.add_spans(self._ctx, list(request.spans))
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await spans.allocate_sequence_ids(self._ctx, rollout_id, 1)
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair, in input order, with one ``$inc`` per distinct rollout."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            rollout_ids.append(check_id("rollout_id", pair[0]))
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         wanted: dict[str, int] = {}
         for rollout_id in rollout_ids:
             wanted[rollout_id] = wanted.get(rollout_id, 0) + 1

@@ -17,8 +17,6 @@ from typing import Any, Literal
 
 from agl_core.store import (
     UNSET,
-    InvalidRequestError,
-    InvalidSpanError,
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
@@ -37,6 +35,7 @@ from agl_core.types import (
     Worker,
 )
 from agl_core.types.queries import (
+    AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
@@ -44,6 +43,7 @@ from agl_core.types.queries import (
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
+    SpanSequenceIds,
     StartAttempt,
     StartRollout,
     WorkerQuery,
@@ -291,46 +291,26 @@ class PostgresLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = logic.validate_span(span)
-        data = _span_json(checked)
-        targets = self._span_targets
-        return await self._run(
-            lambda conn, retrying: spans.add_span(conn, targets, checked, data, self.clock(), retrying)
-        )
-
-    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
-        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Insert the checked batch in one transaction (duplicates skipped)."""
+        checked = list(request.spans)
+        if len(checked) == 1:
+            span, data, targets = checked[0], _span_json(checked[0]), self._span_targets
+            stored = await self._run(
+                lambda conn, retrying: spans.add_span(conn, targets, span, data, self.clock(), retrying)
             )
-        checked = [logic.validate_span(span) for span in spans_]
-        if not checked:
-            return []
+            return [] if stored is None else [stored]
         datas = [_span_json(span) for span in checked]
         return await self._run(
             lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
         )
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one statement (see `LightningStore`)."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            check_id("rollout_id", pair[0])
-            rollout_ids.append(pair[0])
-        if not rollout_ids:
-            return []
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
+        if len(rollout_ids) == 1:
+            rollout_id = rollout_ids[0]
+            return [await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))]
         return await self._run(lambda conn, retrying: spans.sequence_ids(conn, rollout_ids))
 
     async def _query_spans(self, query: SpanQuery, where: logic.NormalizedFilter) -> PaginatedResult[Span]:
