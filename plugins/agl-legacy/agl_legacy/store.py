@@ -169,7 +169,7 @@ for _name in LightningStore.__abstractmethods__:
     _public = _ADAPTERS[_name][0] if _name in _ADAPTERS else _name
     setattr(LightningStore03, _name, _not_implemented(_public, _name))
 for _group in _ADAPTERS.values():
-    for _public, _call in _group[1]:  # as in 0.3, a method not overridden raises before checking its arguments
+    for _public, _call in _group[1]:  # as in 0.3: a method not overridden raises before any check
         setattr(LightningStore03, _public, _not_implemented(_public, _public))
 LightningStore03.__abstractmethods__ = frozenset()
 del _name, _public, _group, _call
