@@ -31,9 +31,8 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
-from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.guard import ProxyGuard
 from agl_core.llm_proxy.in_process import answer_in_process
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.request_options import RequestOptions
@@ -48,6 +47,8 @@ from agl_core.llm_proxy.streaming import (
 )
 from agl_core.llm_proxy.translated import CLIENT_APIS, ClientApiSpec, answer_translated
 from agl_core.llm_proxy.translation import Translation
+from agl_core.store.http.connections import answer_request_errors_in_json
+from agl_core.utils.http_guard import log_limited
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -77,7 +78,7 @@ class ProxyServer:
         max_request_bytes: int,
         recorder: SpanRecorder,
         allocator: SequenceAllocator,
-        guard: RequestGuard | None = None,
+        guard: ProxyGuard | None = None,
         options: RequestOptions | None = None,
     ) -> None:
         self.table = table
@@ -91,7 +92,7 @@ class ProxyServer:
         self.timeout = ctx.timeout
         self.recorder = recorder
         self.allocator = allocator
-        self.guard = guard or RequestGuard()
+        self.guard = guard or ProxyGuard()
 
     # ------------------------------------------------------------------ application
 
@@ -119,6 +120,10 @@ class ProxyServer:
         if self.guard.cors:
             app.on_response_prepare.append(self._cors_headers)
         return app
+
+    def answer_unreadable_requests(self, server: web.Server) -> None:
+        """Answer what aiohttp cannot read (an over-long URL or header line) with the OpenAI error body."""
+        answer_request_errors_in_json(server, _unreadable_body, _log_unreadable)
 
     async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
         self.guard.add_cors_headers(request, response)
@@ -630,3 +635,15 @@ class ProxyServer:
         if tail:
             await write_quietly(response, tail)
         return None
+
+
+def _unreadable_body(status: int, kind: str, message: str) -> bytes:
+    error_type = "server_error" if status >= 500 else "invalid_request_error"
+    return _json.dumps(error_body(message, type=error_type, code=kind))
+
+
+def _log_unreadable(status: int, exc: BaseException | None, request: web.BaseRequest) -> None:
+    kind = type(exc).__name__ if exc is not None else f"HTTP {status}"
+    log_limited(
+        logger, logging.WARNING, ("unreadable", kind), "LLM proxy: unreadable request (%s): %s", kind, exc
+    )

@@ -29,7 +29,6 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     SSE_HEADERS,
@@ -47,6 +46,7 @@ from agl_core.llm_proxy.translate_messages import (
 )
 from agl_core.llm_proxy.translate_responses import ResponsesStream, chat_to_response, responses_to_chat
 from agl_core.llm_proxy.translation import Translation
+from agl_core.utils.http_guard import log_limited
 
 __all__ = ["CLIENT_APIS", "ClientApi", "ClientApiSpec", "answer_translated"]
 

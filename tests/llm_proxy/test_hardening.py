@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from agl_core.llm_proxy import BackendConfigError, HttpBackend, LLMProxy
-from agl_core.llm_proxy.log_limit import LogLimiter
 from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_core.utils.http_guard import LogLimiter
 
 ROUTES = ("/chat/completions", "/completions", "/responses", "/messages")
 JSON = {"Content-Type": "application/json"}
