@@ -190,9 +190,10 @@ class LightningStoreServer(DelegatingLightningStore):
         app[CONNECTIONS] = self.connections
         guarded = self._guard.guarded
         for route in ROUTES:
-            app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
+            handler = self._wrap(route, self.api.handler(route))
+            app.router.add_route(route.method, route.path, handler)
             if route.method == "GET" and route.path.endswith("/health"):
-                app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+                app.router.add_route("HEAD", route.path, handler)
         metrics_route = Route(name="metrics", method="GET", path="/metrics", summary="Prometheus metrics.")
         app.router.add_get("/metrics", self._wrap(metrics_route, self.metrics.handle))
         add_dashboard_routes(app.router, guarded)  # the read-only dashboard at / and the API docs at /docs
