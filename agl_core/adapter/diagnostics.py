@@ -99,6 +99,9 @@ class DroppedCall:
     reason: DropReason
     detail: str = ""
     agent_name: str | None = None
+    same_as: str | None = None
+    """For another record of a call that was read (``duplicate``, ``nested``, ``merged``): the span id of the
+    record read."""
 
 
 @dataclass
@@ -174,6 +177,9 @@ class AdapterReport(BaseModel):
     agent_names: list[str] = Field(default_factory=list)
     llm_span_count: int = 0
     """Model calls found: several records of one call (framework, tracer, proxy) count once."""
+    llm_records: dict[str, str] = Field(default_factory=dict)
+    """Span id of every LLM-call record -> span id of the record read for its call (itself when it is the
+    one read); its distinct values are the calls (``llm_span_count`` when the adapter tracks records)."""
     triplets: list[TripletSummary] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
 
@@ -683,6 +689,15 @@ def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
     return problems
 
 
+def _llm_records(record: AdaptRecord) -> dict[str, str]:
+    """Each LLM-call record's span id -> the span id of the record read for its call."""
+    records = {span.span_id: span.span_id for span in record.llm_spans or []}
+    for drop in record.dropped:
+        if drop.same_as is not None:
+            records[drop.span.span_id] = drop.same_as
+    return records
+
+
 def build_report(record: AdaptRecord) -> AdapterReport:
     """Turn an adapter run into its report (counts, triplet summaries, problems with fixes)."""
     summaries = _summaries(record.triplets)
@@ -705,6 +720,7 @@ def build_report(record: AdaptRecord) -> AdapterReport:
         span_names=dict(names.most_common(20)),
         agent_names=list(record.agent_names),
         llm_span_count=llm_count,
+        llm_records=_llm_records(record),
         triplets=summaries,
     )
     problems: list[Problem] = _thread_affinity_problems(record.spans)
