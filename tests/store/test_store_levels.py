@@ -268,7 +268,7 @@ async def test_a_subclass_override_of_a_bundled_store_sees_typed_requests() -> N
 @pytest.mark.parametrize(
     ("request_", "error", "match"),
     [
-        (SpanQuery("ro-x", limit=0), InvalidRequestError, "limit must be > 0"),
+        (SpanQuery("ro-x", limit=-2), InvalidRequestError, "limit must be >= 0"),
         (SpanQuery("ro-x", filter_logic="xor"), InvalidFilterError, "filter_logic"),
         (RolloutQuery(status_in=["nope"]), InvalidStatusError, "nope"),
         (WorkerQuery(sort_by="no_such_field"), InvalidFilterError, "no_such_field"),
