@@ -420,7 +420,8 @@ class LLMProxy:
             names = self._table.model_names()
             if not names:
                 raise ValueError(
-                    "No models found in the proxy's backends; configure one, or pass model= to as_resource()."
+                    "No models found in model_list. Please specify the model. (The proxy's backends have "
+                    "none; configure one, or pass model= to as_resource().)"
                 )
             if len(names) > 1:
                 raise ValueError(f"The proxy serves several models {names}; pass model= to as_resource().")

@@ -55,6 +55,13 @@ def test_tracer_and_proxy_records_of_each_call_count_once_and_the_proxy_record_i
     assert report.llm_span_count == 2 and report.ok
     assert report.codes() == []
     assert len(TraceToMessages().adapt(spans)) == 2
+    # what the dashboard folds: each record names the record read for its call, one per call
+    read = [t.metadata["span_id"] for t in triplets]
+    llm = [
+        s for s in spans if s.name != "agentlightning.annotation" and s.attributes.get("gen_ai.response.id")
+    ]
+    assert sorted(report.llm_records) == sorted(s.span_id for s in llm)
+    assert sorted(set(report.llm_records.values())) == sorted(read)
 
 
 def test_a_framework_span_without_response_id_pairs_with_the_proxy_record_by_completion() -> None:

@@ -81,7 +81,7 @@ def _query_error(exc: ValidationError, where: str) -> InvalidRequestError:
     field = str(loc[0])
     message = f"Invalid {where}: {_describe(error)}."
     if field in ("limit", "offset"):
-        return InvalidRequestError(message + " limit must be > 0 or -1, offset >= 0.")
+        return InvalidRequestError(message + " limit must be >= 0 or -1, offset >= 0.")
     if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
         return InvalidFilterError(f"Unknown query option {field!r}; see /v1/agl/openapi.json for the fields.")
     return InvalidFilterError(message)
