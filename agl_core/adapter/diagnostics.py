@@ -26,7 +26,13 @@ from agl_core.adapter.genai import (
 )
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
-from agl_core.semconv import AGL_EXCEPTION, AGL_LLM_TOKEN_IDS_MISSING, EXCEPTION_MESSAGE, EXCEPTION_TYPE
+from agl_core.semconv import (
+    AGL_EXCEPTION,
+    AGL_LLM_SOURCE,
+    AGL_LLM_TOKEN_IDS_MISSING,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_TYPE,
+)
 from agl_core.semconv import AGL_LLM_REFUSED as PROXY_REFUSED
 from agl_core.semconv import AGL_LLM_REQUEST_DROPPED as PROXY_REQUEST_DROPPED
 from agl_core.semconv import AGL_LLM_SIDE_CALL as PROXY_SIDE_CALL
@@ -440,6 +446,13 @@ def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) ->
         if no_ids:
             message += f" {len(no_ids)} of them were dropped for that reason."
         ids = [s.span_id for s in missing if s.span_id] + [d.span.span_id for d in no_ids]
+        lacking = [span for span in record.spans if span.span_id in set(ids)]
+        if lacking and not any(span.attributes.get(AGL_LLM_SOURCE) for span in lacking):
+            names = sorted({span.name for span in lacking})
+            message += (
+                f" They were recorded only by another instrumentation ({_names(names, 3)} spans), which "
+                "records no token ids: agl's own capture did not see these calls."
+            )
         reasons = _recorded_missing_id_reasons(record.spans, set(ids))
         if reasons:
             message += " The LLM proxy recorded why: " + "; ".join(reasons) + "."
