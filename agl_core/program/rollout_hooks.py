@@ -8,6 +8,8 @@ the served store) and whichever runner finishes it (a thread, a process, another
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from agl_core.types import Attempt, AttemptedRollout, Rollout
     from agl_core.types.queries import AttemptUpdate, RolloutUpdate
 
-__all__ = ["HookedStore", "RolloutHooks", "with_rollout_hooks"]
+__all__ = ["HookedStore", "RolloutHooks", "load_rollout_hooks", "with_rollout_hooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,3 +146,33 @@ def with_rollout_hooks(store: LightningStore, hooks: RolloutHooks | Sequence[Rol
     items = [hooks] if isinstance(hooks, RolloutHooks) else list(hooks)
     # DelegatingLightningStore fills in the store methods when the class is created; mypy cannot see that
     return HookedStore(store, items)  # type: ignore[abstract]
+
+
+def load_rollout_hooks(target: str) -> RolloutHooks:
+    """The hooks an operator names as ``package.module:name``: a `RolloutHooks` instance, or a subclass
+    that takes no arguments (made once). The current directory is importable, as for ``agl runner --agent``.
+
+    Only for a value the operator gives (``agl store serve --rollout-hooks``), never one from a request.
+
+    Raises:
+        ValueError: ``target`` cannot be imported, or names something other than rollout hooks.
+    """
+    from agl_core.registry import import_target
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = import_target(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(
+            f"cannot import rollout hooks {target!r}: {exc}. Use 'package.module:hooks' with the package "
+            "importable from the current directory or PYTHONPATH."
+        ) from exc
+    if isinstance(found, type) and issubclass(found, RolloutHooks):
+        found = found()
+    if not isinstance(found, RolloutHooks):
+        raise ValueError(
+            f"{target!r} is a {type(found).__name__}, not rollout hooks: point at an agl.RolloutHooks "
+            "subclass (or an instance of one)."
+        )
+    return found

@@ -68,7 +68,7 @@ async def test_a_wrapping_store_checks_once_and_forwards_the_checked_request() -
 @pytest.mark.parametrize(
     ("request_", "error", "match"),
     [
-        (SpanQuery("ro-x", limit=0), InvalidRequestError, "limit must be > 0"),
+        (SpanQuery("ro-x", limit=-2), InvalidRequestError, "limit must be >= 0"),
         (SpanQuery("ro-x", filter_logic="xor"), InvalidFilterError, "filter_logic"),
         (RolloutQuery(status_in=["nope"]), InvalidStatusError, "nope"),
         (WorkerQuery(sort_by="no_such_field"), InvalidFilterError, "no_such_field"),
