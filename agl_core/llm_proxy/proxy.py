@@ -21,7 +21,7 @@ from agl_core.llm_proxy.backends import (
     model_list_to_backends,
 )
 from agl_core.llm_proxy.forward import ForwardContext
-from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.guard import ProxyGuard
 from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
 from agl_core.llm_proxy.legacy_options import resolve_legacy_options
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
@@ -159,7 +159,7 @@ class LLMProxy:
         self._max_connections = max_connections
         self._flush_timeout = flush_timeout
         self._shutdown_timeout = shutdown_timeout
-        self._guard = RequestGuard(
+        self._guard = ProxyGuard(
             [*allowed_hosts, host, access_host or host], allowed_origins, check_host=token is None
         )
         self._request_options = request_options or RequestOptions()
@@ -235,6 +235,8 @@ class LLMProxy:
         )
         try:
             await runner.setup()
+            if runner.server is not None:
+                server.answer_unreadable_requests(runner.server)
             port, self._restart_port = self._restart_port or self.port, None
             site = web.TCPSite(runner, self.host, port)
             await site.start()
@@ -418,7 +420,8 @@ class LLMProxy:
             names = self._table.model_names()
             if not names:
                 raise ValueError(
-                    "No models found in the proxy's backends; configure one, or pass model= to as_resource()."
+                    "No models found in model_list. Please specify the model. (The proxy's backends have "
+                    "none; configure one, or pass model= to as_resource().)"
                 )
             if len(names) > 1:
                 raise ValueError(f"The proxy serves several models {names}; pass model= to as_resource().")

@@ -344,7 +344,7 @@ def test_worker_updates_for_empty_dequeue_and_heartbeat() -> None:
     stats = {"cpu": 1}
     updates = L.worker_updates_for_heartbeat(4.0, stats)
     assert updates["heartbeat_stats"] == stats and updates["heartbeat_stats"] is not stats
-    with pytest.raises(InvalidRequestError, match="heartbeat_stats must be a dict"):
+    with pytest.raises(TypeError, match="heartbeat_stats must be a dict"):
         L.worker_updates_for_heartbeat(4.0, ["cpu"])
 
 
@@ -550,15 +550,16 @@ def test_sort_errors_name_the_allowed_fields() -> None:
 # ---------------------------------------------------------------------------------------------- pagination
 
 
-@pytest.mark.parametrize(("limit", "offset"), [(0, 0), (-2, 0), (10, -1), (True, 0), (1.5, 0), (5, None)])
+@pytest.mark.parametrize(("limit", "offset"), [(-2, 0), (10, -1), (True, 0), (1.5, 0), (5, None)])
 def test_pagination_errors(limit: Any, offset: Any) -> None:
     with pytest.raises(InvalidRequestError, match=r"limit|offset"):
         L.validate_pagination(limit, offset)
 
 
 def test_pagination_limit_message() -> None:
-    with pytest.raises(InvalidRequestError, match="limit must be > 0 or -1 for no limit"):
-        L.paginate([1], 0, 0)
+    with pytest.raises(InvalidRequestError, match="limit must be >= 0 or -1 for no limit"):
+        L.paginate([1], -3, 0)
+    assert (list(L.paginate([1, 2], 0, 0)), L.paginate([1, 2], 0, 0).total) == ([], 2)
 
 
 def test_paginate() -> None:

@@ -196,6 +196,10 @@ def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
     )
     if status is not UNSET:
         status = validate_attempt_status(status)
+    if worker_id is None:  # 0.3's server and client refused a null worker_id with this message too
+        raise InvalidRequestError(
+            "worker_id is invalid; it cannot be a null value. Omit it to keep the worker."
+        )
     if worker_id is not UNSET:
         worker_id = check_optional_str("worker_id", worker_id)
     if heartbeat is not UNSET:
