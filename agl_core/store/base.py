@@ -32,7 +32,6 @@ from agl_core.types.queries import (
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET, Unset
-from agl_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -741,7 +740,8 @@ def _through_public(public: str) -> Callable[..., Any]:
     return run_query
 
 
-# Agent Lightning 0.3 defined is_queuing/is_running/is_finished(rollout) in this module.
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: "agl_core.store._rollout_checks" for name in ("is_queuing", "is_running", "is_finished")}
-)
+def __getattr__(name: str) -> Any:
+    """Agent Lightning 0.3's is_queuing/is_running/is_finished(rollout) (the table in agl_core._moved03)."""
+    from agl_core._moved03 import moved_name
+
+    return moved_name(__name__, name)
