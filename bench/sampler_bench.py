@@ -2,7 +2,8 @@
 
 Usage (each backend in a venv that has it; JSON on stdout and in ``--out FILE``):
     .venv-demo-real/bin/python bench/sampler_bench.py --backend local [--model DIR] [--prompts 32]
-    .venv-verl-cpu/bin/python bench/sampler_bench.py --backend vllm --dtype bfloat16|float32 [--max-tokens 16]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend vllm --dtype bfloat16|float32 [--max-tokens N]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend local-vllm [--dtype bfloat16]
 
 Prompts: ``--prompts`` held-out calculator problems of ``examples/demo_real`` rendered as the demo's
 first turn (system line, one worked example, the question) with the model's chat template; all are
@@ -10,6 +11,8 @@ submitted at once, so the batch is ``--prompts`` sequences; ``--max-tokens`` new
 temperature 1 (a sequence stops early at the end-of-turn token). ``local``: agl-tinker's
 ``LocalSamplingClient`` with the demo's LoRA (rank 16), fp32, batched forward passes with a KV cache.
 ``vllm``: vLLM's offline engine (``vllm.LLM``, eager, ``--dtype``), after one warm-up batch.
+``local-vllm``: what ``make demo-real`` samples with: agl-tinker's local backend with ``sampler="vllm"``
+(the rank-16 LoRA snapshot loaded into vLLM, requests batched by its engine thread).
 
 The bound: decoding one token of every sequence in the batch reads all weights once, so generation is
 at most ``memory bandwidth / weight bytes x batch`` tokens/s (KV-cache and activation traffic
@@ -66,28 +69,35 @@ def demo_prompts(tokenizer: Any, count: int) -> list[list[int]]:
     return prompts
 
 
-def run_local(model: Path, count: int, max_tokens: int) -> dict[str, Any]:
-    """agl-tinker's local sampler (LoRA rank 16, fp32), every prompt in flight at once."""
+def run_local(
+    model: Path, count: int, max_tokens: int, sampler: str = "local", dtype: str = "float32"
+) -> dict[str, Any]:
+    """agl-tinker's local backend (LoRA rank 16), every prompt in flight at once, on ``sampler``."""
     from tinker import types
 
     from agl_tinker.local import LocalServiceClient
 
     async def measure() -> dict[str, Any]:
-        service = LocalServiceClient(checkpoint_dir=ROOT / ".agl" / "sampler-bench")
+        options = {"dtype": dtype} if sampler == "vllm" else None
+        service = LocalServiceClient(
+            checkpoint_dir=ROOT / ".agl" / "sampler-bench", sampler=sampler, vllm_options=options
+        )
         client = await service.create_lora_training_client(str(model), rank=16)
-        sampler = await client.save_weights_and_get_sampling_client()
+        snapshot = await client.save_weights_and_get_sampling_client()
         tokenizer = client.get_tokenizer()
         prompts = demo_prompts(tokenizer, count)
         params = types.SamplingParams(max_tokens=max_tokens, temperature=1.0, stop=[tokenizer.eos_token_id])
-        await sampler.sample(types.ModelInput.from_ints(prompts[0]), 1, params)  # warm-up
+        await snapshot.sample(types.ModelInput.from_ints(prompts[0]), 1, params)  # warm-up
         start = time.perf_counter()
         responses = await asyncio.gather(
-            *(sampler.sample(types.ModelInput.from_ints(p), 1, params) for p in prompts)
+            *(snapshot.sample(types.ModelInput.from_ints(p), 1, params) for p in prompts)
         )
         seconds = time.perf_counter() - start
+        service.close()
         generated = sum(len(r.sequences[0].tokens) for r in responses)
-        weight_bytes = _param_count(model) * 4  # the LoRA's own weights are <1% more
-        return {"seconds": seconds, "generated": generated, "weight_bytes": weight_bytes, "dtype": "float32"}
+        itemsize = 2 if dtype in ("bfloat16", "float16") else 4
+        weight_bytes = _param_count(model) * itemsize  # the LoRA's own weights are <1% more
+        return {"seconds": seconds, "generated": generated, "weight_bytes": weight_bytes, "dtype": dtype}
 
     return asyncio.run(measure())
 
@@ -135,17 +145,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--backend", choices=["local", "vllm"], required=True)
+    parser.add_argument("--backend", choices=["local", "vllm", "local-vllm"], required=True)
     parser.add_argument("--model", type=Path, default=ROOT / ".agl" / "models" / "smollm2-135m-instruct")
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--dtype", default="bfloat16", help="vllm only: bfloat16 or float32")
+    parser.add_argument("--dtype", default="bfloat16", help="vllm, local-vllm: bfloat16 or float32")
     parser.add_argument("--out", type=Path, help="also write the JSON here (vLLM logs to stdout too)")
     args = parser.parse_args(argv)
     if not (args.model / "config.json").is_file():
         parser.error(f"no model at {args.model}; run `make demo-real-model` or `make verl-cpu-model`")
     if args.backend == "local":
         found = run_local(args.model, args.prompts, args.max_tokens)
+    elif args.backend == "local-vllm":
+        found = run_local(args.model, args.prompts, args.max_tokens, "vllm", args.dtype)
     else:
         found = run_vllm(args.model, args.prompts, args.max_tokens, args.dtype)
     bandwidth = memory_bandwidth_gib_s()

@@ -7,7 +7,7 @@ from typing import Any
 
 from agl_core.emitter._resolve import resolve_tracer
 from agl_core.semconv import AGL_ANNOTATION
-from agl_core.tracer.base import get_active_tracer
+from agl_core.tracer.base import get_active_tracer as get_active_tracer  # looked up here by operation.py too
 from agl_core.types import SpanCoreFields, TraceStatus
 from agl_core.utils.otel import check_attributes_sanity, flatten_attributes, sanitize_attributes
 

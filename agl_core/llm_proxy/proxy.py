@@ -22,7 +22,7 @@ from agl_core.llm_proxy.backends import (
     model_list_to_backends,
 )
 from agl_core.llm_proxy.forward import ForwardContext
-from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.guard import ProxyGuard
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.request_options import RequestOptions
 from agl_core.llm_proxy.server import ProxyServer
@@ -158,7 +158,7 @@ class LLMProxy:
         self._max_connections = max_connections
         self._flush_timeout = flush_timeout
         self._shutdown_timeout = shutdown_timeout
-        self._guard = RequestGuard(
+        self._guard = ProxyGuard(
             [*allowed_hosts, host, access_host or host], allowed_origins, check_host=token is None
         )
         self._request_options = request_options or RequestOptions()
@@ -234,6 +234,8 @@ class LLMProxy:
         )
         try:
             await runner.setup()
+            if runner.server is not None:
+                server.answer_unreadable_requests(runner.server)
             port, self._restart_port = self._restart_port or self.port, None
             site = web.TCPSite(runner, self.host, port)
             await site.start()

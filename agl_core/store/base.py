@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, final
 
 from agl_core.store.errors import InvalidRequestError
 from agl_core.store.logic.filters import NormalizedFilter, resolve_rollout_query_aliases
@@ -108,12 +108,12 @@ class LightningStore(abc.ABC):
     """Contract of a store: the rollout queue, attempts, spans, versioned resources and workers.
 
     **Two levels.** The public query and update methods (`query_rollouts`, `query_spans`,
-    `query_workers`, `update_rollout`, `update_attempt`) are concrete: each checks its arguments once
+    `query_workers`, `update_rollout`, `update_attempt`) are final: each checks its arguments once
     (`agl_core.store.logic.queries`) and hands a typed request (`agl_core.types.queries`) to a narrow
     backend method (`_query_rollouts`, `_query_spans`, `_query_workers`, `_apply_rollout_update`,
     `_apply_attempt_update`). A backend implements those and the other abstract methods. A store
-    written for Agent Lightning 0.3, which overrides the public methods instead, keeps working: the
-    backend method it lacks is answered through its public one.
+    written for Agent Lightning 0.3, which overrides public methods instead, derives from
+    ``agl_legacy.store.LightningStore03`` (the agl-legacy plugin).
 
     All methods are coroutines except the `capabilities` property, `otlp_traces_endpoint()` and
     `from_uri()`. Every call must appear atomic to concurrent callers.
@@ -202,38 +202,16 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ the two levels
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Let a store that overrides a public method (an Agent Lightning 0.3 store) skip its backend method.
-
-        For each public method it overrides whose backend method (`_BACKEND_METHODS`) it does not
-        implement, the backend method is answered by calling the public one, so the class is complete.
-        """
-        super().__init_subclass__(**kwargs)
-        for public, backend in _BACKEND_METHODS.items():
-            implemented = getattr(cls, public) is not getattr(LightningStore, public)
-            if implemented and getattr(getattr(cls, backend), "__isabstractmethod__", False):
-                setattr(cls, backend, _through_public(public))
-
     async def _execute(self, request: StoreQuery | RolloutUpdate | AttemptUpdate) -> Any:
-        """Run a typed request as its public method would (the REST handlers pass parsed requests here).
+        """Run a typed request as its public method does: the one check, then the backend method.
 
-        Straight to the backend after the one check, unless the class overrides the public method (a
-        0.3-style store, a subclass counting calls, a delegating store): then through that method, so
-        the override sees every call.
+        The REST handlers pass parsed requests here.
         """
-        public = public_method_of(request)
-        if getattr(type(self), public) is getattr(LightningStore, public):
-            check = _REQUESTS[type(request)][1]
-            backend = getattr(self, _BACKEND_METHODS[public])
-            checked = check(request)
-            if isinstance(request, StoreQuery):
-                return await backend(request, checked)
-            return await backend(checked)
-        if isinstance(request, RolloutUpdate):
-            return await self.update_rollout(request.rollout_id, **request.changes())
-        if isinstance(request, AttemptUpdate):
-            return await self.update_attempt(request.rollout_id, request.attempt_id, **request.changes())
-        return await getattr(self, public)(**request.keywords())
+        check, backend = _REQUESTS[type(request)]
+        checked = check(request)
+        if isinstance(request, StoreQuery):
+            return await getattr(self, backend)(request, checked)
+        return await getattr(self, backend)(checked)
 
     # ------------------------------------------------------------------ lifecycle and introspection
 
@@ -386,6 +364,7 @@ class LightningStore(abc.ABC):
         explicit request; ``end_time`` is cleared). Raises `RolloutNotFoundError` for an unknown id.
         """
 
+    @final
     async def query_rollouts(
         self,
         *,
@@ -454,6 +433,7 @@ class LightningStore(abc.ABC):
     async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """The attempt with the highest ``sequence_id``; None if the rollout is unknown or has no attempt."""
 
+    @final
     async def update_rollout(
         self,
         rollout_id: str,
@@ -480,6 +460,7 @@ class LightningStore(abc.ABC):
         """Backend of `update_rollout`: `update` is checked (`logic.check_rollout_update`); a ``config``
         of None means the default `RolloutConfig`."""
 
+    @final
     async def update_attempt(
         self,
         rollout_id: str,
@@ -578,6 +559,7 @@ class LightningStore(abc.ABC):
         """
         return [await self.get_next_span_sequence_id(r, a) for r, a in rollout_attempt_ids]
 
+    @final
     async def query_spans(
         self,
         rollout_id: str,
@@ -664,6 +646,7 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ workers
 
+    @final
     async def query_workers(
         self,
         *,
@@ -694,50 +677,23 @@ class LightningStore(abc.ABC):
         and replace ``heartbeat_stats`` when given. Status comes from attempt writes, never from here."""
 
 
-_BACKEND_METHODS: dict[str, str] = {
+_REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
+    RolloutQuery: (check_rollout_query, "_query_rollouts"),
+    RolloutUpdate: (check_rollout_update, "_apply_rollout_update"),
+    AttemptUpdate: (check_attempt_update, "_apply_attempt_update"),
+    SpanQuery: (check_span_query, "_query_spans"),
+    WorkerQuery: (check_worker_query, "_query_workers"),
+}
+"""Request type -> its check and the backend method that runs it."""
+
+BACKEND_METHODS: dict[str, str] = {
     "query_rollouts": "_query_rollouts",
     "update_rollout": "_apply_rollout_update",
     "update_attempt": "_apply_attempt_update",
     "query_spans": "_query_spans",
     "query_workers": "_query_workers",
 }
-"""Public method -> the backend method it calls after checking its arguments."""
-
-_REQUESTS: dict[type, tuple[str, Callable[[Any], Any]]] = {
-    RolloutQuery: ("query_rollouts", check_rollout_query),
-    RolloutUpdate: ("update_rollout", check_rollout_update),
-    AttemptUpdate: ("update_attempt", check_attempt_update),
-    SpanQuery: ("query_spans", check_span_query),
-    WorkerQuery: ("query_workers", check_worker_query),
-}
-"""Request type -> its public method and its check."""
-
-
-def public_method_of(request: StoreQuery | RolloutUpdate | AttemptUpdate) -> str:
-    """The name of the public `LightningStore` method a typed request stands for (``"query_spans"``...)."""
-    return _REQUESTS[type(request)][0]
-
-
-def _through_public(public: str) -> Callable[..., Any]:
-    """A backend method that calls the public method `public` (for stores that override it)."""
-    if public == "update_rollout":
-
-        async def apply_rollout_update(self: LightningStore, update: RolloutUpdate) -> Any:
-            return await self.update_rollout(update.rollout_id, **update.changes())
-
-        return apply_rollout_update
-    if public == "update_attempt":
-
-        async def apply_attempt_update(self: LightningStore, update: AttemptUpdate) -> Any:
-            return await self.update_attempt(update.rollout_id, update.attempt_id, **update.changes())
-
-        return apply_attempt_update
-
-    async def run_query(self: LightningStore, query: StoreQuery, where: Any = None) -> Any:
-        return await getattr(self, public)(**query.keywords())
-
-    run_query.__name__ = _BACKEND_METHODS[public]
-    return run_query
+"""Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 
 
 def __getattr__(name: str) -> Any:

