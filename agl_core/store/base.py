@@ -48,7 +48,6 @@ from agl_core.types.queries import (
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET, Unset
-from agl_core.utils.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -768,7 +767,8 @@ BACKEND_METHODS: dict[str, str] = {
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 
 
-# Agent Lightning 0.3 defined is_queuing/is_running/is_finished(rollout) in this module.
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: "agl_core.store._rollout_checks" for name in ("is_queuing", "is_running", "is_finished")}
-)
+def __getattr__(name: str) -> Any:
+    """Agent Lightning 0.3's is_queuing/is_running/is_finished(rollout) (the table in agl_core._moved03)."""
+    from agl_core._moved03 import moved_name
+
+    return moved_name(__name__, name)
