@@ -7,9 +7,10 @@ wheel of ``agentlightning==0.3.0`` ship no tests). PYTHON is an interpreter whos
 ``agentlightning-agl`` (hence agl-legacy) and pytest + pytest-asyncio, and not the real
 ``agentlightning``; by default ``.venv-agentlightning-agl/bin/python`` (``make
 .venv-agentlightning-agl/.installed``). The tests are copied to a scratch folder first, so their
-``import agentlightning`` lines resolve to agentlightning-agl; GPU, network and paid-API tests skip or fail
-as they would on 0.3.0 without those. Prints ``passed N of M collected`` and the failing test ids, and
-writes pytest's JUnit XML next to the copy.
+``import agentlightning`` lines resolve to agentlightning-agl (the checkout's ``pyproject.toml`` comes
+along, for 0.3's pytest settings); GPU, network and paid-API tests skip or fail as they would on 0.3.0
+without those. Prints ``passed N of M collected`` and the failing test ids, and writes pytest's JUnit XML
+next to the copy.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def main(argv: list[str]) -> int:
         return 2
     scratch = Path(tempfile.mkdtemp(prefix="agl-03-tests-"))
     shutil.copytree(args[0], scratch / "tests")
+    checkout_config = Path(args[0]).resolve().parent / "pyproject.toml"
+    if checkout_config.exists():  # 0.3's [tool.pytest.ini_options] (markers, testpaths)
+        shutil.copy(checkout_config, scratch / "pyproject.toml")
     report = scratch / "junit.xml"
     command = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", "tests"]
     subprocess.run([*command, *pytest_args], cwd=scratch, check=False)

@@ -60,8 +60,8 @@ async def test_a_wrapping_store_checks_once_and_forwards_the_checked_request() -
     assert len(await store.query_spans(started.rollout_id, "latest")) == 0
     assert len(await store._execute(SpanQuery(started.rollout_id, name_contains="ll"))) == 0
     assert [q.attempt_id for q in Counting.seen] == ["latest", None]
-    with pytest.raises(InvalidRequestError, match="limit must be > 0"):
-        await store.query_spans(started.rollout_id, limit=0)
+    with pytest.raises(InvalidRequestError, match="limit must be >= 0"):
+        await store.query_spans(started.rollout_id, limit=-2)
     assert len(Counting.seen) == 2
 
 

@@ -27,10 +27,10 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core._moved03 import store_server_03_arguments
 from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
-from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.connections import ACCEPT_BURST, CONNECTIONS, ConnectionTracker
 from agl_core.store.http.errors import error_payload, status_for_exception
 from agl_core.store.http.handlers import StoreApi, json_response
@@ -100,7 +100,7 @@ class LightningStoreServer(DelegatingLightningStore):
         max_connections: Most open connections; beyond it the connection that waited longest for its
             request is closed (one log line a minute says so). None: the open-file limit less 64.
         cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
-            arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
+            arguments, see `agl_core._moved03.STORE_SERVER_03`.
     """
 
     def __init__(
@@ -126,7 +126,7 @@ class LightningStoreServer(DelegatingLightningStore):
         tracker: object = None,
     ) -> None:
         super().__init__()
-        port, cors_origins = legacy_server_options(
+        port, cors_origins = store_server_03_arguments(
             port, cors_origins, cors_allow_origins, launch_mode, launcher_args, n_workers, tracker
         )
         if max_body_bytes <= 0:
