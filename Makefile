@@ -55,8 +55,9 @@ test-wheels: venv
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
 # once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
 # through the LLM proxy to the fake model; the npm ones are skipped without npm.
-test-harnesses: venv
-	$(PY) -m pytest -q examples/programs/clis
+# Both CLIs speak Responses/Messages, so they run in the agl-proxy-translate plugin's venv.
+test-harnesses: .venv-agl-proxy-translate/.installed
+	.venv-agl-proxy-translate/bin/python -m pytest -q examples/programs/clis
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
@@ -149,10 +150,10 @@ bench-dashboard: .venv-dashboard/.installed
 # AutoGen) driven offline through agl's tracer and proxy paths. Heavy and fast-moving, so their own venv;
 # versions are ranges in examples/agents/requirements.txt.
 .PHONY: test-agents
-.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt
+.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt plugins/agl-proxy-translate/pyproject.toml
 	$(PYTHON) -m venv .venv-agents
 	.venv-agents/bin/python -m pip install -q --upgrade pip
-	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements.txt
+	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -e plugins/agl-proxy-translate -r examples/agents/requirements.txt
 	@touch $@
 
 # CrewAI and LlamaIndex pin openai<3 (openai-agents needs >=3): their own venv (issue 35).
@@ -177,10 +178,10 @@ PROGRAMS_TS := examples/programs/typescript
 $(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
 	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
 
-.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt plugins/agl-proxy-translate/pyproject.toml
 	$(PYTHON) -m venv .venv-programs
 	.venv-programs/bin/python -m pip install -q --upgrade pip
-	.venv-programs/bin/python -m pip install -q -e '.[test]' -r examples/programs/requirements.txt
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -e plugins/agl-proxy-translate -r examples/programs/requirements.txt
 	@touch $@
 
 test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js
@@ -259,7 +260,7 @@ test-demo-real: demo-real-model
 .PHONY: test-verl verl-cpu-model
 VERL_CPU := plugins/agl-verl/cpu
 .venv-verl-cpu/.installed: pyproject.toml plugins/agl-verl/pyproject.toml $(VERL_CPU)/constraints.txt \
-  $(VERL_CPU)/requirements.txt $(VERL_CPU)/vllm-dist/pyproject.toml
+  $(VERL_CPU)/requirements.txt $(VERL_CPU)/vllm-dist/pyproject.toml plugins/agl-proxy-translate/pyproject.toml
 	rm -rf .venv-verl-cpu && $(PYTHON) -m venv .venv-verl-cpu
 	.venv-verl-cpu/bin/python -m pip install -q --upgrade pip
 	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt torch
@@ -267,7 +268,7 @@ VERL_CPU := plugins/agl-verl/cpu
 	.venv-verl-cpu/bin/python -m pip install -q --no-deps -c $(VERL_CPU)/constraints.txt verl
 	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -r $(VERL_CPU)/requirements.txt
 	.venv-verl-cpu/bin/python -m pip install -q --no-deps $(VERL_CPU)/vllm-dist
-	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -e '.[openai]' -e plugins/agl-verl
+	.venv-verl-cpu/bin/python -m pip install -q -c $(VERL_CPU)/constraints.txt -e '.[openai]' -e plugins/agl-verl -e plugins/agl-proxy-translate
 	.venv-verl-cpu/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
 	@touch $@
 

@@ -12,7 +12,8 @@ so every request is recorded as a span; ``plain`` sends to ``/v1`` (forwarded, n
 Routes: ``chat`` (``/chat/completions``, forwarded as is), ``responses`` (``/responses``, OpenAI
 Responses) and ``messages`` (``/messages``, Anthropic Messages); the last two carry the same
 conversation and are translated to chat completions for the backend, so their overhead (against the
-backend's chat route, direct) includes both translations.
+backend's chat route, direct) includes both translations (the agl-proxy-translate plugin; without it the
+default is ``chat`` alone).
 
 * Latency, 1 client: sequential requests alternating between the backend directly and the proxy, in
   interleaved blocks so drift in machine load hits both alike; ``overhead_p50_ms`` is the proxy's
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -312,8 +314,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=64, help="concurrent clients for throughput")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--mode", choices=["recorded", "plain", "both"], default="both")
+    translated = importlib.util.find_spec("agl_proxy_translate") is not None  # serves the other two
     parser.add_argument(
-        "--routes", default="chat,responses,messages", help="comma-separated: chat, responses, messages"
+        "--routes",
+        default="chat,responses,messages" if translated else "chat",
+        help="comma-separated: chat, responses, messages (the last two need agl-proxy-translate)",
     )
     parser.add_argument("--profile", default=None, help="write a cProfile of the proxy process here")
     parser.add_argument("--record-interval", type=float, default=0.02, help="LLMProxy(record_interval=...)")

@@ -7,9 +7,12 @@ chat sample and one "LLM call" in a report, whichever paths recorded it. Records
 
 1. they carry the same response id;
 2. one is the only LLM span directly nested in the other (no two different response ids);
-3. one was recorded by the proxy, the other was not, neither side already has a record of the other
-   path, their response ids do not differ, and their completions are equal (paired in order) -- the case
-   of a framework span with no response id that is not nested under the proxy's.
+3. they were recorded by different recorders, neither side already has a record of the other's, their
+   response ids do not differ, and their completions are equal (paired in order). The recorders are the
+   proxy, agl's LLM-client instrumentation (``agl.llm.source = "tracer"``) and any other (a framework's
+   own): a framework span with no response id that is not nested under the proxy's (DSPy, Google ADK on
+   the proxy path), or beside agl's span instead of around it (LlamaIndex's OpenInference span, whose
+   streamed call runs after the span's own context). Tracer-side records pair first, then the two paths.
 
 The record read (:attr:`CallRecords.best`) is the richest: token ids first, then the proxy's exact record,
 then a response id, then a readable completion and prompt.
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import agl_core.adapter.genai as _genai
+from agl_core.semconv import AGL_LLM_SOURCE, LLM_SOURCE_TRACER
 from agl_core.types import Span
 
 __all__ = ["CallRecords", "group_llm_calls", "nearest_llm_ancestors", "richness"]
@@ -96,7 +100,7 @@ def _completion_key(span: Span) -> str | None:
         calls.append([function.get("name"), arguments])
     if not text and not calls:
         return None
-    return json.dumps([text if content is not None else None, calls], sort_keys=True, default=str)
+    return json.dumps([text if content and text else None, calls], sort_keys=True, default=str)
 
 
 class _Groups:
@@ -137,9 +141,9 @@ def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list
     if count == 0:
         return []
     ids = [_genai.response_id(span) for span in spans]
-    proxy = [_genai.is_proxy_llm_span(span) for span in spans]
+    recorders = [_recorder(span) for span in spans]
     known = [rid for rid in ids if rid is not None]
-    if not enclosing and len(set(known)) == len(known) and (all(proxy) or not any(proxy)):
+    if not enclosing and len(set(known)) == len(known) and len(set(recorders)) == 1:
         return [
             CallRecords(spans=[span], best=span, first_index=i) for i, span in enumerate(spans)
         ]  # one each
@@ -160,11 +164,14 @@ def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list
     members: dict[int, list[int]] = {}
     for index in range(count):
         members.setdefault(groups.find(index), []).append(index)
-    if any(proxy) and not all(proxy):
-        _pair_across_paths(spans, groups, members, proxy)
-        members = {}
-        for index in range(count):
-            members.setdefault(groups.find(index), []).append(index)
+    tracer_side = [recorder if recorder != _PROXY else None for recorder in recorders]
+    paths = [recorder == _PROXY for recorder in recorders]
+    for kinds in (tracer_side, paths):  # agl's record beside a framework's, then tracer beside proxy
+        if len({kind for kind in kinds if kind is not None}) > 1:
+            _pair_recorders(spans, groups, members, kinds)
+            members = {}
+            for index in range(count):
+                members.setdefault(groups.find(index), []).append(index)
     calls: list[CallRecords] = []
     for indices in members.values():
         records = [spans[i] for i in indices]
@@ -174,25 +181,33 @@ def group_llm_calls(spans: Sequence[Span], enclosing: Mapping[str, str]) -> list
     return calls
 
 
-def _pair_across_paths(
-    spans: Sequence[Span], groups: _Groups, members: dict[int, list[int]], proxy: list[bool]
+_PROXY = "proxy"
+
+
+def _recorder(span: Span) -> str:
+    """Who recorded the span: the proxy, agl's LLM-client instrumentation, or another instrumentation."""
+    if _genai.is_proxy_llm_span(span):
+        return _PROXY
+    return "agl" if span.attributes.get(AGL_LLM_SOURCE) == LLM_SOURCE_TRACER else "other"
+
+
+def _pair_recorders(
+    spans: Sequence[Span], groups: _Groups, members: dict[int, list[int]], kinds: Sequence[object]
 ) -> None:
-    """Rule 3: join a call recorded only by the tracer with one recorded only by the proxy, by completion."""
-    proxy_only: dict[str, list[int]] = {}
-    tracer_only: list[tuple[int, str]] = []
+    """Rule 3: join a call recorded only by one kind of recorder with one recorded only by another kind, by
+    completion, in order (``kinds[i]``: record i's kind; None: not taking part)."""
+    waiting: dict[str, list[tuple[object, int]]] = {}  # completion -> calls of one kind not joined yet
     for root, indices in sorted(members.items()):
-        kinds = {proxy[i] for i in indices}
-        if len(kinds) != 1:
+        found = {kinds[i] for i in indices}
+        if len(found) != 1 or None in found:
             continue
         key = next((k for i in indices if (k := _completion_key(spans[i])) is not None), None)
         if key is None:
             continue
-        if True in kinds:
-            proxy_only.setdefault(key, []).append(root)
-        else:
-            tracer_only.append((root, key))
-    for root, key in tracer_only:
-        waiting = proxy_only.get(key, [])
-        joined = next((other for other in waiting if groups.union(root, other)), None)
+        (kind,) = found
+        queue = waiting.setdefault(key, [])
+        joined = next((item for item in queue if item[0] != kind and groups.union(root, item[1])), None)
         if joined is not None:
-            waiting.remove(joined)
+            queue.remove(joined)
+        else:
+            queue.append((kind, root))

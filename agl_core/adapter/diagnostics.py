@@ -26,10 +26,16 @@ from agl_core.adapter.genai import (
 )
 from agl_core.adapter.trace_tree import agent_name
 from agl_core.emitter import is_reward_span
+from agl_core.semconv import (
+    AGL_EXCEPTION,
+    AGL_LLM_SOURCE,
+    AGL_LLM_TOKEN_IDS_MISSING,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_TYPE,
+)
 from agl_core.semconv import AGL_LLM_REFUSED as PROXY_REFUSED
 from agl_core.semconv import AGL_LLM_REQUEST_DROPPED as PROXY_REQUEST_DROPPED
 from agl_core.semconv import AGL_LLM_SIDE_CALL as PROXY_SIDE_CALL
-from agl_core.semconv import AGL_LLM_TOKEN_IDS_MISSING
 from agl_core.types import Span, Triplet
 
 __all__ = [
@@ -99,6 +105,9 @@ class DroppedCall:
     reason: DropReason
     detail: str = ""
     agent_name: str | None = None
+    same_as: str | None = None
+    """For another record of a call that was read (``duplicate``, ``nested``, ``merged``): the span id of the
+    record read."""
 
 
 @dataclass
@@ -174,6 +183,9 @@ class AdapterReport(BaseModel):
     agent_names: list[str] = Field(default_factory=list)
     llm_span_count: int = 0
     """Model calls found: several records of one call (framework, tracer, proxy) count once."""
+    llm_records: dict[str, str] = Field(default_factory=dict)
+    """Span id of every LLM-call record -> span id of the record read for its call (itself when it is the
+    one read); its distinct values are the calls (``llm_span_count`` when the adapter tracks records)."""
     triplets: list[TripletSummary] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
 
@@ -266,6 +278,44 @@ def _no_llm_problem(record: AdaptRecord) -> Problem:
         )
         return Problem(code="no_llm_spans", severity="error", message=message, fix=fix)
     return Problem(code="no_llm_spans", severity="error", message=message, fix=_FIX_NO_LLM)
+
+
+_THREAD_AFFINITY = re.compile(
+    r"(?i)thread that (initially )?(configured|created|owns)"  # DSPy's settings
+    r"|created in a thread can only be used in that same thread"  # sqlite3 objects
+    r"|(from|in|on|by) (a |an )?(different|another|other|wrong) thread"
+    r"|only (works|allowed|be called) (in|from) (the )?main thread"  # signal handlers, GUI toolkits
+    r"|no current event loop in thread"
+)
+
+
+def _thread_affinity_problems(spans: Sequence[Span]) -> list[Problem]:
+    """Exceptions recorded by the rollout that say state was used outside the thread that owns it."""
+    found = [
+        span
+        for span in spans
+        if (span.name == AGL_EXCEPTION or span.status.status_code == "ERROR")
+        and _THREAD_AFFINITY.search(str(span.attributes.get(EXCEPTION_MESSAGE, "")))
+    ]
+    if not found:
+        return []
+    first = found[0].attributes
+    text = str(first.get(EXCEPTION_MESSAGE, "")).strip().splitlines()[0]
+    return [
+        Problem(
+            code="thread_bound_state",
+            severity="error",
+            message=f"The agent failed with a thread-affinity error: {first.get(EXCEPTION_TYPE, 'error')}: "
+            f"{text}. State the agent uses (a framework's global settings, a client, a connection) belongs "
+            "to the thread that created it, and this rollout ran on another thread.",
+            fix="agl runs a sync agent on one thread of its own per runner for the runner's whole life, so "
+            "the state was created elsewhere: before training in the main thread, in another runner of the "
+            "same process (n_runners > 1), or by work the agent moved to other threads. Create it inside "
+            "the rollout with a per-call scope (DSPy: `with dspy.context(lm=...)` instead of "
+            "`dspy.configure(...)`), or once per runner in the rollout's thread, not at import.",
+            span_ids=[span.span_id for span in found],
+        )
+    ]
 
 
 def _drop_problems(record: AdaptRecord, llm_count: int) -> list[Problem]:
@@ -396,6 +446,13 @@ def _token_problems(record: AdaptRecord, summaries: Sequence[TripletSummary]) ->
         if no_ids:
             message += f" {len(no_ids)} of them were dropped for that reason."
         ids = [s.span_id for s in missing if s.span_id] + [d.span.span_id for d in no_ids]
+        lacking = [span for span in record.spans if span.span_id in set(ids)]
+        if lacking and not any(span.attributes.get(AGL_LLM_SOURCE) for span in lacking):
+            names = sorted({span.name for span in lacking})
+            message += (
+                f" They were recorded only by another instrumentation ({_names(names, 3)} spans), which "
+                "records no token ids: agl's own capture did not see these calls."
+            )
         reasons = _recorded_missing_id_reasons(record.spans, set(ids))
         if reasons:
             message += " The LLM proxy recorded why: " + "; ".join(reasons) + "."
@@ -645,6 +702,15 @@ def proxy_problems(spans: Sequence[Span]) -> list[Problem]:
     return problems
 
 
+def _llm_records(record: AdaptRecord) -> dict[str, str]:
+    """Each LLM-call record's span id -> the span id of the record read for its call."""
+    records = {span.span_id: span.span_id for span in record.llm_spans or []}
+    for drop in record.dropped:
+        if drop.same_as is not None:
+            records[drop.span.span_id] = drop.same_as
+    return records
+
+
 def build_report(record: AdaptRecord) -> AdapterReport:
     """Turn an adapter run into its report (counts, triplet summaries, problems with fixes)."""
     summaries = _summaries(record.triplets)
@@ -667,9 +733,10 @@ def build_report(record: AdaptRecord) -> AdapterReport:
         span_names=dict(names.most_common(20)),
         agent_names=list(record.agent_names),
         llm_span_count=llm_count,
+        llm_records=_llm_records(record),
         triplets=summaries,
     )
-    problems: list[Problem] = []
+    problems: list[Problem] = _thread_affinity_problems(record.spans)
     if not record.spans:
         problems.append(
             Problem(

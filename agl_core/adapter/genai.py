@@ -19,7 +19,9 @@ Shapes read (:data:`LlmShape`), first match wins per field:
   ``llm.request.functions.<i>.*``, ``gen_ai.usage.prompt_tokens`` (OpenLLMetry/Traceloop, AgentOps).
 * ``openinference`` -- ``llm.input_messages.<i>.message.*`` / ``llm.output_messages.<i>.message.*``
   (``contents``, ``tool_calls``), ``llm.tools.<i>.tool.json_schema``, ``llm.token_count.*``,
-  ``llm.model_name`` (Arize OpenInference).
+  ``llm.model_name`` (Arize OpenInference). A span of kind ``LLM`` with only OpenInference's generic keys
+  (input, output, model name, parameters) and no messages, prompts or token counts is no call: an LLM
+  class's helper methods are traced as ``LLM`` spans too.
 * ``agentlightning`` -- Agent Lightning 0.3's ``agentlightning.operation.*`` and vLLM fields.
 
 A span agl cannot read is kept as it is (never dropped); :func:`unread_keys` lists what it carried so
@@ -617,6 +619,26 @@ _NOT_LLM_OPERATIONS = frozenset(
     {"embeddings", "execute_tool", "invoke_agent", "create_agent", "invoke_workflow"}
 )
 _LLM_SPAN_NAME = re.compile(r"^(chat|text_completion|responses)( |$)|^openai\.chat\.completion$")
+_OPENINFERENCE_CALL_PREFIXES = (
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "llm.token_count.",
+    "llm.prompts",
+)
+_OPENINFERENCE_GENERIC_PREFIXES = (
+    "openinference.",
+    "input.",
+    "output.",
+    "llm.model_name",
+    "llm.invocation_parameters",
+    "llm.provider",
+    "llm.system",
+    "llm.finish_reason",
+    "metadata",
+    "session.id",
+    "user.id",
+    "tag.tags",
+)
 _LLM_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 _LLM_EVENTS = frozenset(
     {"gen_ai.content.prompt", "gen_ai.content.completion", "gen_ai.choice", *_MESSAGE_EVENTS}
@@ -686,7 +708,13 @@ def is_llm_span(span: Span) -> bool:
         return False
     kind = attributes.get("openinference.span.kind")
     if kind is not None:
-        return kind == "LLM"
+        # a method of an LLM class that made no call itself carries only OpenInference's generic keys
+        # (LlamaIndex's _prepare_chat_with_tools, its astream_chat span around the one that records the
+        # streamed call); a span with keys of an unknown shape is kept, so that agl doctor names them
+        return kind == "LLM" and (
+            any(key.startswith(_OPENINFERENCE_CALL_PREFIXES) for key in attributes)
+            or not all(key.startswith(_OPENINFERENCE_GENERIC_PREFIXES) for key in attributes)
+        )
     if attributes.get("llm.request.type") in ("chat", "completion"):
         return True
     if is_proxy_llm_span(span) or _LLM_SPAN_NAME.search(span.name):

@@ -203,7 +203,9 @@ class LlmProxyTraceToTriplet(TraceToTripletBase):
             return None
         rid = _genai.response_id(span)
         if rid is not None and rid in seen:
-            record.dropped.append(DroppedCall(span, "duplicate", f"same as span {seen[rid]}"))
+            record.dropped.append(
+                DroppedCall(span, "duplicate", f"same as span {seen[rid]}", same_as=seen[rid])
+            )
             return None
         twin_span, agent = tracer.get(span.span_id, (None, None))
         if agent is None:

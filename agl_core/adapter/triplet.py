@@ -368,14 +368,14 @@ def _repeat(span: Span, group: CallRecords, agent: str | None) -> DroppedCall:
     kept = f"same call as span {best.span_id}, which was kept"
     same_path = [s for s in group.spans if _genai.is_proxy_llm_span(s) == _genai.is_proxy_llm_span(span)]
     if len(same_path) == 1 or (span is max(same_path, key=richness) and best not in same_path):
-        return DroppedCall(span, "merged", kept, agent)
+        return DroppedCall(span, "merged", kept, agent, same_as=best.span_id)
     rid = _genai.response_id(span)
     reason: DropReason = (
         "duplicate"
         if rid is not None and rid in {_genai.response_id(s) for s in same_path if s is not span}
         else "nested"
     )
-    return DroppedCall(span, reason, kept, agent)
+    return DroppedCall(span, reason, kept, agent, same_as=best.span_id)
 
 
 def _fill_messages(triplet: Triplet, records: CallRecords) -> Triplet:

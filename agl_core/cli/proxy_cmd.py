@@ -168,8 +168,8 @@ def parse_backend_options(
 @click.option(
     "--refuse-hosted-tools",
     is_flag=True,
-    help="Answer 400 to requests declaring hosted tools (web_search, ...) instead of dropping them "
-    "(dropped tools are listed on the span).",
+    help="Answer 400 to Responses requests declaring hosted tools (web_search, ...) instead of dropping "
+    "them (dropped tools are listed on the span; the routes need agl-proxy-translate).",
 )
 @click.option(
     "--strip-volatile-lines",

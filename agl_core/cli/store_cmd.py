@@ -16,6 +16,9 @@ import click
 from agl_core.cli.store_inspect import add_inspection_commands
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from agl_core.program.rollout_hooks import RolloutHooks
     from agl_core.store.base import LightningStore
 
 __all__ = ["DEFAULT_STORE_URI", "store_group"]
@@ -116,6 +119,14 @@ add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/c
     "[default: the open-file limit (ulimit -n) less 64].",
 )
 @click.option(
+    "--rollout-hooks",
+    "rollout_hooks",
+    multiple=True,
+    metavar="MODULE:NAME",
+    help="agl.RolloutHooks (a subclass or an instance) to run around every rollout the store keeps, as "
+    "Trainer(rollout_hooks=...) does; repeatable, called in order.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -130,6 +141,7 @@ def serve(
     allowed_hosts: tuple[str, ...],
     max_body_bytes: int,
     max_connections: int | None,
+    rollout_hooks: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Serve a store over HTTP until SIGINT/SIGTERM, then shut down gracefully.
@@ -139,7 +151,18 @@ def serve(
     URI, 4 when its server cannot be reached, 5 when it cannot be used (read-only, damaged), 6 when the
     port is taken. On a signal the server stops accepting connections, lets in-flight requests finish,
     closes the store (flushing everything it acknowledged) and exits with status 0.
+
+    With ``--rollout-hooks``, the hooks see every rollout enqueued through the server and every attempt a
+    runner reports (docs/programs.md, "Rollout hooks").
     """
+    from agl_core.program.rollout_hooks import load_rollout_hooks
+
+    hooks: list[RolloutHooks] = []
+    for target in rollout_hooks:
+        try:
+            hooks.append(load_rollout_hooks(target))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--rollout-hooks") from exc
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         click.echo(
@@ -159,6 +182,7 @@ def serve(
             max_body_bytes,
             list(allowed_hosts) or None,
             max_connections,
+            hooks,
         )
     )
 
@@ -219,6 +243,7 @@ async def _serve(
     max_body_bytes: int,
     allowed_hosts: list[str] | None = None,
     max_connections: int | None = None,
+    rollout_hooks: Sequence[RolloutHooks] = (),
 ) -> None:
     from agl_core.cli.errors import AglUserError, ExitCode
     from agl_core.store import open_store
@@ -231,6 +256,12 @@ async def _serve(
         with contextlib.suppress(Exception):
             await store.close()
         raise
+    served = type(store).__name__
+    if rollout_hooks:
+        served += " with rollout hooks " + ", ".join(type(hook).__name__ for hook in rollout_hooks)
+        from agl_core.program.rollout_hooks import with_rollout_hooks
+
+        store = with_rollout_hooks(store, rollout_hooks)
     server = LightningStoreServer(
         store,
         host,
@@ -258,7 +289,7 @@ async def _serve(
                 exit_code=ExitCode.BUSY,
             ) from exc
         click.echo(
-            f"agl store: serving {type(store).__name__} ({store_uri}) at {server.endpoint} "
+            f"agl store: serving {served} ({store_uri}) at {server.endpoint} "
             f"(pid {os.getpid()}{', token required' if token else ''})",
         )
         sys.stdout.flush()

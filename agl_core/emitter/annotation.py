@@ -7,6 +7,7 @@ from typing import Any
 
 from agl_core.emitter._resolve import resolve_tracer
 from agl_core.semconv import AGL_ANNOTATION
+from agl_core.tracer.base import get_active_tracer as get_active_tracer  # looked up here by operation.py too
 from agl_core.types import SpanCoreFields, TraceStatus
 from agl_core.utils.otel import check_attributes_sanity, flatten_attributes, sanitize_attributes
 
@@ -25,7 +26,7 @@ def emit_annotation(annotation: dict[str, Any], propagate: bool = True) -> SpanC
     check_attributes_sanity(attributes)
     attributes = sanitize_attributes(attributes)
     logger.debug("Emitting annotation with keys %s", list(attributes))
-    tracer = resolve_tracer(propagate, "annotation span")
+    tracer = resolve_tracer(propagate, "annotation span", get_active_tracer)
     return tracer.create_span(AGL_ANNOTATION, attributes=attributes, status=TraceStatus(status_code="OK"))
 
 

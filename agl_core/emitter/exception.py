@@ -6,6 +6,7 @@ from typing import Any
 
 from agl_core.emitter._resolve import extra_attributes, resolve_tracer
 from agl_core.semconv import AGL_EXCEPTION
+from agl_core.tracer.base import get_active_tracer
 from agl_core.types import TraceStatus
 from agl_core.utils.otel import format_exception_attributes
 
@@ -26,5 +27,5 @@ def emit_exception(
             "call it from an `except` block with the caught exception."
         )
     attrs = {**extra_attributes(attributes), **format_exception_attributes(exception)}
-    tracer = resolve_tracer(propagate, "exception span")
+    tracer = resolve_tracer(propagate, "exception span", get_active_tracer)
     tracer.create_span(AGL_EXCEPTION, attributes=attrs, status=TraceStatus(status_code="OK"))

@@ -6,6 +6,7 @@ from typing import Any
 
 from agl_core.emitter._resolve import extra_attributes, resolve_tracer
 from agl_core.semconv import AGL_MESSAGE, LightningSpanAttributes
+from agl_core.tracer.base import get_active_tracer
 from agl_core.types import SpanLike, TraceStatus
 
 __all__ = ["emit_message", "get_message_value"]
@@ -21,7 +22,7 @@ def emit_message(message: str, attributes: dict[str, Any] | None = None, propaga
             f"Message must be a str, got {type(message).__name__}; format it with str() or f-strings."
         )
     attrs = {**extra_attributes(attributes), LightningSpanAttributes.MESSAGE_BODY.value: message}
-    tracer = resolve_tracer(propagate, "message span")
+    tracer = resolve_tracer(propagate, "message span", get_active_tracer)
     tracer.create_span(AGL_MESSAGE, attributes=attrs, status=TraceStatus(status_code="OK"))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from agl_core.emitter._resolve import extra_attributes, resolve_tracer
 from agl_core.semconv import AGL_OBJECT, LightningSpanAttributes
+from agl_core.tracer.base import get_active_tracer
 from agl_core.types import SpanCoreFields, SpanLike, TraceStatus
 from agl_core.utils.otel import full_qualified_name
 
@@ -51,7 +52,7 @@ def emit_object(
     name (builtins unqualified). Raises ``RuntimeError`` when the value is not JSON serializable.
     """
     attrs = {**extra_attributes(attributes), **_object_attributes(object)}
-    tracer = resolve_tracer(propagate, "object span")
+    tracer = resolve_tracer(propagate, "object span", get_active_tracer)
     return tracer.create_span(AGL_OBJECT, attributes=attrs, status=TraceStatus(status_code="OK"))
 
 
@@ -73,7 +74,7 @@ def get_object_value(span: SpanLike) -> Any:
     if kind == "str":
         return literal
     if kind == "bool":
-        return literal == "True"
+        return literal.lower() == "true"  # "True" as written, "true" from other writers (0.3 read both)
     if kind == "int":
         return int(literal)
     if kind == "float":

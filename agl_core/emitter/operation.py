@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
+from agl_core.emitter import annotation  # 0.3 defined operation there; patches of its tracer lookup apply
 from agl_core.emitter._resolve import resolve_tracer
 from agl_core.semconv import AGL_OPERATION, LightningSpanAttributes
 from agl_core.types import SpanCoreFields, SpanRecordingContext
@@ -86,7 +87,7 @@ class OperationContext:
         self._span: SpanCoreFields | None = None
 
     def _open(self, extra: dict[str, Any] | None = None) -> AbstractContextManager[SpanRecordingContext]:
-        tracer = resolve_tracer(self.propagate, "operation span")
+        tracer = resolve_tracer(self.propagate, "operation span", annotation.get_active_tracer)
         attributes = sanitize_attributes({**(extra or {}), **self.initial_attributes})
         return tracer.operation_context(self.name, attributes=attributes)
 

@@ -112,7 +112,7 @@ class ClientServerExecutionStrategy(ExecutionStrategy):
         resolved_role = resolve_str_env_var(LightningEnvVar.AGL_CURRENT_ROLE, role, "both")
         if resolved_role not in _ROLES:
             raise ValueError(
-                f"role must be one of {', '.join(_ROLES)} (argument or AGL_CURRENT_ROLE), "
+                "role must be one of 'algorithm', 'runner', or 'both' (argument or AGL_CURRENT_ROLE), "
                 f"got {resolved_role!r}."
             )
         port = resolve_int_env_var(LightningEnvVar.AGL_SERVER_PORT, server_port, DEFAULT_SERVER_PORT)

@@ -6,21 +6,8 @@ that makes ``weave.init`` use it, fully offline. ``WeaveTracer`` applies it by i
 when you drive Weave without that tracer.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-from agl_core._compat import import_required, module_getattr
+from agl_core._compat import plugin_module
 
 __all__ = ["InMemoryWeaveTraceServer", "instrument_weave", "uninstrument_weave"]  # noqa: F822
 
-_MODULE = "agl_weave.instrumentation"
-
-
-def _from_plugin(name: str) -> Any:
-    return lambda: getattr(import_required(_MODULE, name, "agl-weave"), name)
-
-
-_NAMES: dict[str, Any] = {name: _from_plugin(name) for name in __all__}
-
-__getattr__ = module_getattr("agl_core.instrumentation.weave", _NAMES)
+__getattr__ = plugin_module(__name__, "agl_weave.instrumentation", "agl-weave")

@@ -4,7 +4,8 @@ Agents send OpenAI requests (chat completions, completions, Responses) or Anthro
 ``<endpoint>/rollout/{rollout_id}/attempt/{attempt_id}/v1/...`` (what ``ProxyLLM.get_base_url``
 builds); the proxy forwards them to the model's backends (vLLM-style servers or in-process samplers),
 answers chat and completions with the backend's response unchanged, translates Responses and Messages
-to and from chat completions, and records one ``agl.llm_proxy.request`` span per request in the store.
+to and from chat completions (with the ``agl-proxy-translate`` plugin; 501 without it), and records
+one ``agl.llm_proxy.request`` span per request in the store.
 See ``docs/llm-proxy.md``.
 """
 

@@ -1,28 +1,26 @@
-"""Refusing cross-site requests: foreign ``Origin`` headers, unknown ``Host`` names and non-JSON bodies.
+"""The LLM proxy's use of the shared request rules (`agl_core.utils.http_guard`), worded as OpenAI errors.
 
-A web page in the user's browser can send "simple" cross-origin POSTs (``text/plain``, form-encoded, or
-a body with no type) without a preflight, and a DNS-rebinding page can reach ``127.0.0.1`` under its own
-host name. The proxy therefore accepts only JSON bodies on POST routes, refuses requests whose
-``Origin`` is not explicitly allowed, and refuses ``Host`` names that are not this machine's (IP
-literals are always fine: a rebinding attack always uses a name). Agents' SDKs send no ``Origin`` and a
-``Host`` naming the address they were given, so they pass untouched.
+A browser page may not call the proxy unless its ``Origin`` is allowed; a DNS-rebinding page may not
+reach it under a foreign ``Host`` name (IP literals, ``localhost``, ``*.localhost`` and this machine's
+names are fine: a rebinding attack always uses a name); POST bodies must be JSON. Agents' SDKs send no
+``Origin`` and a ``Host`` naming the address they were given, so they pass untouched. This module adds
+the proxy's CORS answers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import socket
 from collections.abc import Iterable
 
 from aiohttp import web
 
 from agl_core.llm_proxy.errors import ProxyHTTPError
+from agl_core.utils.http_guard import HostRule, Refusal, RequestGuard
 
-__all__ = ["RequestGuard"]
+__all__ = ["ProxyGuard"]
 
-_JSON_TYPES = ("application/json",)
-_HOST_CACHE_LIMIT = 256
+_JSON_TYPES = frozenset({"application/json"})
 _PREFLIGHT_MAX_AGE = "600"
 
 
@@ -34,8 +32,8 @@ def _machine_names() -> set[str]:
     return names
 
 
-class RequestGuard:
-    """Origin, Host and content-type checks of one proxy.
+class ProxyGuard:
+    """Origin, Host and content-type checks of one proxy, and its CORS headers.
 
     Args:
         hosts: Host names (besides IP literals, ``localhost``, this machine's names and the listening
@@ -49,36 +47,17 @@ class RequestGuard:
     def __init__(
         self, hosts: Iterable[str] = (), origins: Iterable[str] = (), check_host: bool = True
     ) -> None:
-        hosts = {h.lower().rstrip(".") for h in hosts}
-        self.any_host = "*" in hosts or not check_host
-        self._hosts = hosts | _machine_names()
+        rule = HostRule(
+            {*hosts, *_machine_names()}, any_host=not check_host, ip_literals=True, missing_ok=True
+        )
         self._origins = {o.rstrip("/") for o in origins}
         self.any_origin = "*" in self._origins
-        self._seen_hosts: dict[str, bool] = {}
+        self._rules = RequestGuard(rule, self.origin_allowed)
 
     @property
     def cors(self) -> bool:
         """Whether any browser origin is allowed (responses then carry CORS headers)."""
         return bool(self._origins)
-
-    def _host_allowed(self, host: str) -> bool:
-        known = self._seen_hosts.get(host)
-        if known is not None:
-            return known
-        name = host
-        if name.startswith("["):  # [v6]:port
-            name = name[1 : name.find("]")] if "]" in name else name[1:]
-        elif name.count(":") == 1:
-            name = name.rsplit(":", 1)[0]
-        name = name.lower().rstrip(".")
-        try:
-            ipaddress.ip_address(name)
-            allowed = True
-        except ValueError:
-            allowed = name in self._hosts or name.endswith(".localhost")
-        if len(self._seen_hosts) < _HOST_CACHE_LIMIT:
-            self._seen_hosts[host] = allowed
-        return allowed
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a browser page from ``origin`` may call the proxy."""
@@ -90,37 +69,19 @@ class RequestGuard:
         Raises:
             ProxyHTTPError: 403 naming the header and the setting that allows it.
         """
-        origin = request.headers.get("Origin")
-        if origin is not None and not self.origin_allowed(origin):
-            raise ProxyHTTPError(
-                403,
-                f"Cross-origin request from {origin!r} refused: browsers' pages may not call the LLM proxy "
-                "unless their origin is allowed (LLMProxy(allowed_origins=[...])).",
-                code="origin_not_allowed",
-            )
-        host = request.headers.get("Host")
-        if host is not None and not self.any_host and not self._host_allowed(host):
-            raise ProxyHTTPError(
-                403,
-                f"Host {host!r} is not a name of this proxy (a DNS-rebinding guard): call it by IP address, "
-                "localhost or this machine's name, or allow the name with LLMProxy(allowed_hosts=[...]).",
-                code="host_not_allowed",
-            )
+        refusal = self._rules.check(request)
+        if refusal is not None:
+            raise _error(refusal, request)
 
-    @staticmethod
-    def check_json(request: web.Request) -> None:
+    def check_json(self, request: web.Request) -> None:
         """Refuse a POST body that is not declared as JSON (what browsers send cross-site without asking).
 
         Raises:
             ProxyHTTPError: 415.
         """
-        if request.content_type not in _JSON_TYPES and not request.content_type.endswith("+json"):
-            raise ProxyHTTPError(
-                415,
-                f"The request body must be sent as 'Content-Type: application/json', not "
-                f"{request.headers.get('Content-Type', 'no content type')!r}.",
-                code="unsupported_media_type",
-            )
+        refusal = RequestGuard.check_content_type(request, _JSON_TYPES, json_suffix=True)
+        if refusal is not None:
+            raise _error(refusal, request)
 
     def add_cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
         """Add ``Access-Control-Allow-Origin`` for an allowed origin (never ``Allow-Credentials``)."""
@@ -146,3 +107,27 @@ class RequestGuard:
             response.headers["Access-Control-Allow-Headers"] = requested
         response.headers["Access-Control-Max-Age"] = _PREFLIGHT_MAX_AGE
         return response
+
+
+def _error(refusal: Refusal, request: web.Request) -> ProxyHTTPError:
+    if refusal.rule == "origin":
+        return ProxyHTTPError(
+            403,
+            f"Cross-origin request from {refusal.value!r} refused: browsers' pages may not call the LLM "
+            "proxy unless their origin is allowed (LLMProxy(allowed_origins=[...])).",
+            code="origin_not_allowed",
+        )
+    if refusal.rule == "host":
+        return ProxyHTTPError(
+            403,
+            f"Host {request.headers.get('Host')!r} is not a name of this proxy (a DNS-rebinding guard): "
+            "call it by IP address, localhost or this machine's name, or allow the name with "
+            "LLMProxy(allowed_hosts=[...]).",
+            code="host_not_allowed",
+        )
+    return ProxyHTTPError(
+        415,
+        f"The request body must be sent as 'Content-Type: application/json', not "
+        f"{request.headers.get('Content-Type', 'no content type')!r}.",
+        code="unsupported_media_type",
+    )

@@ -13,7 +13,6 @@ from aiohttp import web
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
 from agl_core.llm_proxy.errors import ProxyHTTPError
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     DONE_EVENT,
@@ -26,6 +25,7 @@ from agl_core.llm_proxy.streaming import (
     synthesize_sse,
     write_quietly,
 )
+from agl_core.utils.http_guard import log_limited
 
 __all__ = ["answer_in_process"]
 

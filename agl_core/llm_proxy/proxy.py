@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
+from agl_core._moved03 import llm_proxy_03_arguments
 from agl_core.llm_proxy.backends import (
     BackendsSpec,
     BackendTable,
@@ -21,9 +22,7 @@ from agl_core.llm_proxy.backends import (
     model_list_to_backends,
 )
 from agl_core.llm_proxy.forward import ForwardContext
-from agl_core.llm_proxy.guard import RequestGuard
-from agl_core.llm_proxy.legacy_callbacks import check_legacy_callbacks
-from agl_core.llm_proxy.legacy_options import resolve_legacy_options
+from agl_core.llm_proxy.guard import ProxyGuard
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.request_options import RequestOptions
 from agl_core.llm_proxy.server import ProxyServer
@@ -86,7 +85,7 @@ class LLMProxy:
             :class:`~agl_core.llm_proxy.request_options.RequestOptions`.
         callbacks, litellm_config, num_retries, num_workers, launch_mode, launcher_args, middlewares:
             Agent Lightning 0.3's arguments, keyword-only here; see
-            :mod:`agl_core.llm_proxy.legacy_callbacks` and :mod:`agl_core.llm_proxy.legacy_options`.
+            `agl_core._moved03.LLMPROXY_03`.
     """
 
     def __init__(
@@ -123,9 +122,9 @@ class LLMProxy:
         launcher_args: object | None = None,
         middlewares: Sequence[object] | None = None,
     ) -> None:
-        check_legacy_callbacks(callbacks)  # Agent Lightning 0.3's arguments, from here to `port = ...`
-        max_retries = resolve_legacy_options(
+        max_retries = llm_proxy_03_arguments(  # Agent Lightning 0.3's arguments
             max_retries,
+            callbacks=callbacks,
             litellm_config=litellm_config,
             num_retries=num_retries,
             num_workers=num_workers,
@@ -159,7 +158,7 @@ class LLMProxy:
         self._max_connections = max_connections
         self._flush_timeout = flush_timeout
         self._shutdown_timeout = shutdown_timeout
-        self._guard = RequestGuard(
+        self._guard = ProxyGuard(
             [*allowed_hosts, host, access_host or host], allowed_origins, check_host=token is None
         )
         self._request_options = request_options or RequestOptions()
@@ -235,6 +234,8 @@ class LLMProxy:
         )
         try:
             await runner.setup()
+            if runner.server is not None:
+                server.answer_unreadable_requests(runner.server)
             port, self._restart_port = self._restart_port or self.port, None
             site = web.TCPSite(runner, self.host, port)
             await site.start()
@@ -418,7 +419,8 @@ class LLMProxy:
             names = self._table.model_names()
             if not names:
                 raise ValueError(
-                    "No models found in the proxy's backends; configure one, or pass model= to as_resource()."
+                    "No models found in model_list. Please specify the model. (The proxy's backends have "
+                    "none; configure one, or pass model= to as_resource().)"
                 )
             if len(names) > 1:
                 raise ValueError(f"The proxy serves several models {names}; pass model= to as_resource().")

@@ -17,9 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange, build_span
 from agl_core.llm_proxy.stats import ProxyStats
+from agl_core.utils.http_guard import log_limited
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore

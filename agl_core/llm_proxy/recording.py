@@ -53,6 +53,7 @@ from agl_core.semconv import (
     LOGPROBS_CONTENT,
     PROMPT_TOKEN_IDS,
     RESPONSE_TOKEN_IDS,
+    LightningResourceAttributes,
 )
 from agl_core.types import Span
 
@@ -429,7 +430,16 @@ def build_span(exchange: Exchange, sequence_id: int) -> Span:
             if parent_id
             else None
         ),
-        "resource": {"attributes": {"service.name": _SERVICE_NAME}, "schema_url": ""},
+        "resource": {
+            "attributes": {
+                "service.name": _SERVICE_NAME,
+                # 0.3's LiteLLM exporter put the ids here; 0.3 readers of the resource find them.
+                LightningResourceAttributes.ROLLOUT_ID.value: exchange.rollout_id,
+                LightningResourceAttributes.ATTEMPT_ID.value: exchange.attempt_id,
+                LightningResourceAttributes.SPAN_SEQUENCE_ID.value: sequence_id,
+            },
+            "schema_url": "",
+        },
     }
     _fit_budget(attrs)
     # One validation of plain data: cheaper than building the nested models one by one (and than

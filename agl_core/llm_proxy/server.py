@@ -4,8 +4,8 @@ Routes (each also without ``/v1``, and each also under ``/rollout/{rollout_id}/a
 the URL :meth:`agl_core.types.ProxyLLM.get_base_url` builds): ``POST /v1/chat/completions``,
 ``POST /v1/completions``, ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages`` (Anthropic
 Messages), ``GET /v1/models``; plus ``GET /health`` (no auth, never probes backends). Responses and
-Messages requests are translated to chat completions (see :mod:`agl_core.llm_proxy.translated`). Only
-requests under a rollout path are recorded.
+Messages requests are translated to chat completions by the ``agl-proxy-translate`` plugin (501 without
+it; see :mod:`agl_core.llm_proxy.client_api`). Only requests under a rollout path are recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from aiohttp import web
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.backends import BackendPool, BackendTable, Replica
+from agl_core.llm_proxy.client_api import ClientApi, TranslationNotes, load_client_api
 from agl_core.llm_proxy.errors import ProxyHTTPError, error_body
 from agl_core.llm_proxy.forward import (
     BufferedResult,
@@ -31,9 +32,8 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
-from agl_core.llm_proxy.guard import RequestGuard
+from agl_core.llm_proxy.guard import ProxyGuard
 from agl_core.llm_proxy.in_process import answer_in_process
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recorder import SequenceAllocator, SpanRecorder
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.request_options import RequestOptions
@@ -46,8 +46,8 @@ from agl_core.llm_proxy.streaming import (
     synthesize_sse,
     write_quietly,
 )
-from agl_core.llm_proxy.translated import CLIENT_APIS, ClientApiSpec, answer_translated
-from agl_core.llm_proxy.translation import Translation
+from agl_core.store.http.connections import answer_request_errors_in_json
+from agl_core.utils.http_guard import log_limited
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
@@ -77,7 +77,7 @@ class ProxyServer:
         max_request_bytes: int,
         recorder: SpanRecorder,
         allocator: SequenceAllocator,
-        guard: RequestGuard | None = None,
+        guard: ProxyGuard | None = None,
         options: RequestOptions | None = None,
     ) -> None:
         self.table = table
@@ -91,7 +91,7 @@ class ProxyServer:
         self.timeout = ctx.timeout
         self.recorder = recorder
         self.allocator = allocator
-        self.guard = guard or RequestGuard()
+        self.guard = guard or ProxyGuard()
 
     # ------------------------------------------------------------------ application
 
@@ -119,6 +119,10 @@ class ProxyServer:
         if self.guard.cors:
             app.on_response_prepare.append(self._cors_headers)
         return app
+
+    def answer_unreadable_requests(self, server: web.Server) -> None:
+        """Answer what aiohttp cannot read (an over-long URL or header line) with the OpenAI error body."""
+        answer_request_errors_in_json(server, _unreadable_body, _log_unreadable)
 
     async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
         self.guard.add_cors_headers(request, response)
@@ -192,7 +196,7 @@ class ProxyServer:
             )
 
     async def _read_payload(
-        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+        self, request: web.Request, operation: Operation, api: ClientApi | None = None
     ) -> tuple[dict[str, Any], bytes]:
         self.guard.check_json(request)
         length = request.content_length
@@ -283,19 +287,20 @@ class ProxyServer:
         return await self._handle(request, "text_completion")
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, "chat", CLIENT_APIS["responses"])
+        return await self._handle(request, "chat", "responses")
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
-        return await self._handle(request, "chat", CLIENT_APIS["messages"])
+        return await self._handle(request, "chat", "messages")
 
     async def _handle(
-        self, request: web.Request, operation: Operation, api: ClientApiSpec | None = None
+        self, request: web.Request, operation: Operation, route: str | None = None
     ) -> web.StreamResponse:
         self.stats.requests += 1
         start = time.time()
         original: dict[str, Any] | None = None
         payload: dict[str, Any] | None = None
-        notes = Translation(refuse_hosted_tools=self.options.refuse_hosted_tools)
+        api: ClientApi | None = None
+        notes: TranslationNotes | None = None
         info = request.match_info
         rollout_id = info.get("rollout_id")
         authorized = False
@@ -303,8 +308,11 @@ class ProxyServer:
             self.guard.check(request)
             self._check_auth(request)
             authorized = True
+            if route is not None:
+                api = load_client_api(route)
+                notes = api.new_notes(self.options.refuse_hosted_tools)
             payload, raw = await self._read_payload(request, operation, api)
-            if api is not None:
+            if api is not None and notes is not None:
                 original, payload = payload, api.to_chat(payload, notes)
             applied = self.options.apply(payload)
             if api is not None or applied is not payload:
@@ -345,7 +353,7 @@ class ProxyServer:
             stream=payload.get("stream") is True,
             traceparent=request.headers.get("traceparent"),
             client_api=api.name if api is not None else None,
-            dropped=notes.dropped or None,
+            dropped=(notes.dropped or None) if notes is not None else None,
             side_call=side_call,
         )
         self.recorder.reserve()
@@ -379,7 +387,7 @@ class ProxyServer:
         self,
         request: web.Request,
         operation: Operation,
-        api: ClientApiSpec | None,
+        api: ClientApi | None,
         payload: dict[str, Any] | None,
         exc: ProxyHTTPError,
         start: float,
@@ -422,17 +430,15 @@ class ProxyServer:
         raw: bytes,
         exchange: Exchange | None,
         sequence: asyncio.Future[int | None] | None,
-        api: ClientApiSpec | None = None,
+        api: ClientApi | None = None,
         original: dict[str, Any] | None = None,
-        notes: Translation | None = None,
+        notes: TranslationNotes | None = None,
     ) -> web.StreamResponse:
         """Forward the request and build the agent's answer; errors become OpenAI-style responses."""
         proxy_fault = False
         try:
-            if api is not None and original is not None:
-                response = await answer_translated(
-                    request, api, self.ctx, pool, original, payload, raw, exchange, notes or Translation()
-                )
+            if api is not None and original is not None and notes is not None:
+                response = await api.answer(request, self.ctx, pool, original, payload, raw, exchange, notes)
             elif pool.in_process:
                 response = await answer_in_process(request, operation, pool, payload, exchange, self.timeout)
             elif payload.get("stream") is True and pool.streaming:
@@ -630,3 +636,15 @@ class ProxyServer:
         if tail:
             await write_quietly(response, tail)
         return None
+
+
+def _unreadable_body(status: int, kind: str, message: str) -> bytes:
+    error_type = "server_error" if status >= 500 else "invalid_request_error"
+    return _json.dumps(error_body(message, type=error_type, code=kind))
+
+
+def _log_unreadable(status: int, exc: BaseException | None, request: web.BaseRequest) -> None:
+    kind = type(exc).__name__ if exc is not None else f"HTTP {status}"
+    log_limited(
+        logger, logging.WARNING, ("unreadable", kind), "LLM proxy: unreadable request (%s): %s", kind, exc
+    )

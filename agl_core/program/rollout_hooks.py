@@ -8,18 +8,22 @@ the served store) and whichever runner finishes it (a thread, a process, another
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store.delegating import DelegatingLightningStore
+from agl_core.store.logic.queries import check_new_rollout
 from agl_core.types import FINISHED_ROLLOUT_STATUSES, EnqueueRolloutRequest
-from agl_core.types.unset import UNSET, Unset
+from agl_core.types.queries import EnqueueRollouts, StartRollout
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
-    from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, RolloutMode, RolloutStatus
+    from agl_core.types import Attempt, AttemptedRollout, Rollout
+    from agl_core.types.queries import AttemptUpdate, RolloutUpdate
 
-__all__ = ["HookedStore", "RolloutHooks", "with_rollout_hooks"]
+__all__ = ["HookedStore", "RolloutHooks", "load_rollout_hooks", "with_rollout_hooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,59 +86,23 @@ class HookedStore(DelegatingLightningStore):
                 )
         return request
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """Enqueue the request as the ``on_enqueue`` hooks return it."""
-        request = await self._transform(
-            EnqueueRolloutRequest(
-                input=input, mode=mode, resources_id=resources_id, config=config, metadata=metadata
-            )
-        )
-        return await self.store.enqueue_rollout(
-            request.input, request.mode, request.resources_id, request.config, request.metadata
-        )
+    async def _checked(self, rollout: EnqueueRolloutRequest) -> EnqueueRolloutRequest:
+        r = await self._transform(rollout)
+        return check_new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
         """Enqueue the requests as the ``on_enqueue`` hooks return them (one batch)."""
-        return await self.store.enqueue_many_rollouts(
-            [await self._transform(request) for request in rollouts]
-        )
+        rollouts = [await self._checked(rollout) for rollout in request.rollouts]
+        return await self.store._enqueue_rollouts(EnqueueRollouts(rollouts))
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """Start the rollout as the ``on_enqueue`` hooks return its request."""
-        request = await self._transform(
-            EnqueueRolloutRequest(
-                input=input, mode=mode, resources_id=resources_id, config=config, metadata=metadata
-            )
-        )
-        return await self.store.start_rollout(
-            request.input, request.mode, request.resources_id, request.config, request.metadata, worker_id
-        )
+        rollout = await self._checked(request.rollout)
+        return await self.store._start_rollout(StartRollout(rollout, request.worker_id))
 
-    async def update_attempt(
-        self,
-        rollout_id: str,
-        attempt_id: str,
-        status: Any = UNSET,
-        worker_id: str | Unset = UNSET,
-        last_heartbeat_time: float | Unset = UNSET,
-        metadata: dict[str, Any] | Unset | None = UNSET,
-    ) -> Attempt:
+    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """Run ``on_succeeded`` before a success is stored, ``on_failed`` after a final failure."""
+        rollout_id, attempt_id, status = update.rollout_id, update.attempt_id, update.status
         if status == "succeeded":
             rollout = await self.store.get_rollout_by_id(rollout_id)
             if rollout is not None and rollout.status not in FINISHED_ROLLOUT_STATUSES:
@@ -146,29 +114,16 @@ class HookedStore(DelegatingLightningStore):
                     await self._call(
                         hook.on_succeeded, rollout=rollout, attempt_id=resolved, store=self.store
                     )
-        attempt = await self.store.update_attempt(
-            rollout_id, attempt_id, status, worker_id, last_heartbeat_time, metadata
-        )
+        attempt = await self.store._apply_attempt_update(update)
         if status in ("failed", "timeout", "unresponsive"):
             await self._after_failure(rollout_id)
         return attempt
 
-    async def update_rollout(
-        self,
-        rollout_id: str,
-        input: Any = UNSET,
-        mode: Any = UNSET,
-        resources_id: Any = UNSET,
-        status: RolloutStatus | Unset = UNSET,
-        config: Any = UNSET,
-        metadata: Any = UNSET,
-    ) -> Rollout:
+    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """Run ``on_failed`` after the rollout is set to ``failed`` or ``cancelled``."""
-        rollout = await self.store.update_rollout(
-            rollout_id, input, mode, resources_id, status, config, metadata
-        )
-        if status in ("failed", "cancelled"):
-            await self._after_failure(rollout_id)
+        rollout = await self.store._apply_rollout_update(update)
+        if update.status in ("failed", "cancelled"):
+            await self._after_failure(update.rollout_id)
         return rollout
 
     async def _after_failure(self, rollout_id: str) -> None:
@@ -191,3 +146,33 @@ def with_rollout_hooks(store: LightningStore, hooks: RolloutHooks | Sequence[Rol
     items = [hooks] if isinstance(hooks, RolloutHooks) else list(hooks)
     # DelegatingLightningStore fills in the store methods when the class is created; mypy cannot see that
     return HookedStore(store, items)  # type: ignore[abstract]
+
+
+def load_rollout_hooks(target: str) -> RolloutHooks:
+    """The hooks an operator names as ``package.module:name``: a `RolloutHooks` instance, or a subclass
+    that takes no arguments (made once). The current directory is importable, as for ``agl runner --agent``.
+
+    Only for a value the operator gives (``agl store serve --rollout-hooks``), never one from a request.
+
+    Raises:
+        ValueError: ``target`` cannot be imported, or names something other than rollout hooks.
+    """
+    from agl_core.registry import import_target
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = import_target(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(
+            f"cannot import rollout hooks {target!r}: {exc}. Use 'package.module:hooks' with the package "
+            "importable from the current directory or PYTHONPATH."
+        ) from exc
+    if isinstance(found, type) and issubclass(found, RolloutHooks):
+        found = found()
+    if not isinstance(found, RolloutHooks):
+        raise ValueError(
+            f"{target!r} is a {type(found).__name__}, not rollout hooks: point at an agl.RolloutHooks "
+            "subclass (or an instance of one)."
+        )
+    return found

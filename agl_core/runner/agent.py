@@ -179,13 +179,13 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
     def get_agent(self) -> LitAgent[T_task]:
         """The agent bound by :meth:`init`."""
         if self._agent is None:
-            raise ValueError("The runner has no agent; call init(agent) (or use run_context) first.")
+            raise ValueError("Agent not initialized. Call init() first. Or use run_context.")
         return self._agent
 
     def get_store(self) -> LightningStore:
         """The store bound by :meth:`init_worker`."""
         if self._store is None:
-            raise ValueError("The runner has no store; call init_worker(worker_id, store) first.")
+            raise ValueError("Store not initialized. Call init_worker() first. Or use run_context.")
         return self._store
 
     @property

@@ -9,6 +9,7 @@ from agl_core.store.base import (
 )
 from agl_core.store.errors import (
     AttemptNotFoundError,
+    InvalidArgumentTypeError,
     InvalidFilterError,
     InvalidRequestError,
     InvalidSpanError,
@@ -43,6 +44,7 @@ __all__ = [
     "UNSET",
     "AttemptNotFoundError",
     "InMemoryLightningStore",
+    "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidRequestError",
     "InvalidSpanError",

@@ -12,18 +12,20 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from agl_core.store.base import LightningStore, LightningStoreCapabilities, public_method_of
-from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
+from agl_core.store.base import BACKEND_METHODS, LightningStore, LightningStoreCapabilities
 
 __all__ = ["DELEGATED_METHODS", "DelegatingLightningStore"]
 
 DELEGATED_METHODS: tuple[str, ...] = tuple(
     name
     for name, member in vars(LightningStore).items()
-    if inspect.iscoroutinefunction(member) and not name.startswith("_") and name != "close"
-)
-"""The coroutine methods of the `LightningStore` contract that are forwarded (``close`` is not: the
-delegate's owner closes it)."""
+    if inspect.iscoroutinefunction(member)
+    and not name.startswith("_")
+    and name not in ("close", *BACKEND_METHODS)
+) + tuple(BACKEND_METHODS.values())
+"""The coroutine methods of the `LightningStore` contract that are forwarded: the public ones that are
+not final (``close`` is not forwarded either: the delegate's owner closes it) and the backend methods
+of the final ones, which receive the request the public method checked."""
 
 
 def _forward(name: str) -> Callable[..., Any]:
@@ -54,13 +56,6 @@ class DelegatingLightningStore(LightningStore):
     def otlp_traces_endpoint(self) -> str:
         """The delegate's OTLP endpoint."""
         return self.store.otlp_traces_endpoint()
-
-    async def _execute(self, request: StoreQuery | RolloutUpdate | AttemptUpdate) -> Any:
-        """The delegate runs the typed request, unless this class overrides its public method."""
-        public = public_method_of(request)
-        if getattr(type(self), public) is getattr(DelegatingLightningStore, public):
-            return await self.store._execute(request)
-        return await super()._execute(request)
 
 
 for _name in DELEGATED_METHODS:

@@ -12,7 +12,8 @@ StoreError(AglError)          # AglError: the root of agl's own errors (agl_core
 ├── InvalidRequestError(StoreError, ValueError)           -> 400
 │   ├── InvalidStatusError
 │   ├── InvalidFilterError
-│   └── InvalidSpanError
+│   ├── InvalidSpanError
+│   └── InvalidArgumentTypeError (also a TypeError, as 0.3 raised for these)
 └── StoreClosedError(StoreError, RuntimeError)
 ```
 
@@ -33,6 +34,7 @@ from agl_core.errors import AglError
 
 __all__ = [
     "AttemptNotFoundError",
+    "InvalidArgumentTypeError",
     "InvalidFilterError",
     "InvalidRequestError",
     "InvalidSpanError",
@@ -149,6 +151,10 @@ class InvalidFilterError(InvalidRequestError):
 
 class InvalidSpanError(InvalidRequestError):
     """A span cannot be stored as given (wrong type, missing ids, negative sequence id)."""
+
+
+class InvalidArgumentTypeError(InvalidRequestError, TypeError):
+    """An argument of a store call has the wrong type (``heartbeat_stats=None``); 0.3 raised `TypeError`."""
 
 
 class StoreClosedError(StoreError, RuntimeError):

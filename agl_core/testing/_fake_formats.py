@@ -1,6 +1,6 @@
 """Wire formats of the OpenAI Responses and Anthropic Messages APIs for :class:`FakeOpenAIServer`.
 
-Written independently of the proxy's translation layer (``agl_core.llm_proxy.translate_*``), so tests that
+Written independently of the proxy's translation layer (the agl-proxy-translate plugin), so tests that
 send the same conversation through both check one against the other. Each API gets a *chat view* of its
 request (what the fake model reads: ChatML messages, tools, ``max_tokens``) and builders for its
 non-streamed body and its streamed events.

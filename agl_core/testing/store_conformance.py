@@ -247,7 +247,6 @@ _MALFORMED_QUERIES: dict[str, tuple[StoreCall, type[Exception]]] = {
     "rollouts-sort_by-unknown": (lambda s, r: s.query_rollouts(sort_by="no_such_field"), InvalidFilterError),
     "rollouts-sort_by-unsortable": (lambda s, r: s.query_rollouts(sort_by="config"), InvalidFilterError),
     "rollouts-sort_order": (lambda s, r: s.query_rollouts(sort_order="up"), InvalidFilterError),  # type: ignore[arg-type]
-    "rollouts-limit-0": (lambda s, r: s.query_rollouts(limit=0), InvalidRequestError),
     "rollouts-limit-negative": (lambda s, r: s.query_rollouts(limit=-2), InvalidRequestError),
     "rollouts-offset-negative": (lambda s, r: s.query_rollouts(offset=-1), InvalidRequestError),
     "rollouts-id_in-string": (lambda s, r: s.query_rollouts(rollout_id_in=r), InvalidFilterError),
@@ -255,17 +254,13 @@ _MALFORMED_QUERIES: dict[str, tuple[StoreCall, type[Exception]]] = {
     "spans-filter_logic": (lambda s, r: s.query_spans(r, filter_logic="nand"), InvalidFilterError),  # type: ignore[arg-type]
     "spans-sort_by": (lambda s, r: s.query_spans(r, sort_by="no_such_field"), InvalidFilterError),
     "spans-sort_order": (lambda s, r: s.query_spans(r, sort_order="ascending"), InvalidFilterError),  # type: ignore[arg-type]
-    "spans-limit-0": (lambda s, r: s.query_spans(r, limit=0), InvalidRequestError),
     "spans-offset-negative": (lambda s, r: s.query_spans(r, offset=-5), InvalidRequestError),
     "spans-name_contains-int": (lambda s, r: s.query_spans(r, name_contains=3), InvalidFilterError),  # type: ignore[arg-type]
     "attempts-sort_by": (lambda s, r: s.query_attempts(r, sort_by="no_such_field"), InvalidFilterError),
-    "attempts-limit-0": (lambda s, r: s.query_attempts(r, limit=0), InvalidRequestError),
     "resources-sort_by": (lambda s, r: s.query_resources(sort_by="no_such_field"), InvalidFilterError),
-    "resources-limit-0": (lambda s, r: s.query_resources(limit=0), InvalidRequestError),
     "resources-offset-negative": (lambda s, r: s.query_resources(offset=-1), InvalidRequestError),
     "workers-filter_logic": (lambda s, r: s.query_workers(filter_logic="xor"), InvalidFilterError),  # type: ignore[arg-type]
     "workers-sort_by": (lambda s, r: s.query_workers(sort_by="no_such_field"), InvalidFilterError),
-    "workers-limit-0": (lambda s, r: s.query_workers(limit=0), InvalidRequestError),
     # Integers beyond 2**63-1 (SQLite's INTEGER) are refused by every backend alike (issue 20).
     "rollouts-limit-2**63": (lambda s, r: s.query_rollouts(limit=2**63), InvalidRequestError),
     "rollouts-offset-2**63": (lambda s, r: s.query_rollouts(offset=2**63), InvalidRequestError),
@@ -694,6 +689,19 @@ class StoreConformance:
         assert await store.dequeue_rollout() is None
 
     # ================================================================== reading attempts
+
+    async def test_limit_zero_is_an_empty_page_with_the_total(self, store: LightningStore) -> None:
+        """``limit=0`` answers no items but counts every match (as Agent Lightning 0.3 did)."""
+        started = await store.start_rollout("x")
+        await store.enqueue_rollout("y")
+        await store.add_span(make_span(started.rollout_id, started.attempt.attempt_id, 1))
+        for page, total in (
+            (await store.query_rollouts(limit=0), 2),
+            (await store.query_rollouts(limit=0, sort_by="rollout_id"), 2),
+            (await store.query_attempts(started.rollout_id, limit=0), 1),
+            (await store.query_spans(started.rollout_id, limit=0), 1),
+        ):
+            assert (list(page), page.limit, page.total) == ([], 0, total)
 
     async def test_query_attempts_orders_and_pages(self, store: LightningStore, clock: FakeClock) -> None:
         """query_attempts lists attempts oldest first, sorts, pages and reports the total."""

@@ -61,8 +61,8 @@ def set_active_tracer(tracer: Tracer) -> None:
     current = _ACTIVE_TRACER.get()
     if current is not None:
         raise ValueError(
-            f"An active tracer is already set in this context ({type(current).__name__}); call "
-            "clear_active_tracer() first or use tracer.trace_context()."
+            f"An active tracer is already set. Cannot set a new one. ({type(current).__name__} is active in "
+            "this context; call clear_active_tracer() first or use tracer.trace_context().)"
         )
     _ACTIVE_TRACER.set(tracer)
 

@@ -241,7 +241,7 @@ class OtelTracer(Tracer):
         attempt_id: str | None,
     ) -> AsyncIterator[trace_api.Tracer]:
         if self._otel_tracer is None:
-            raise RuntimeError("OtelTracer is not initialized. Call init_worker() first.")
+            raise RuntimeError("LightningSpanProcessor is not initialized. Call init_worker() first.")
         store = store if store is not None else self._store
         if rollout_id is not None and store is None:
             raise ValueError(
@@ -283,7 +283,7 @@ class OtelTracer(Tracer):
 
     def _tracer(self) -> trace_api.Tracer:
         if self._otel_tracer is None:
-            raise RuntimeError("OtelTracer is not initialized. Call init_worker() first.")
+            raise RuntimeError("LightningSpanProcessor is not initialized. Call init_worker() first.")
         return self._otel_tracer
 
     def create_span(

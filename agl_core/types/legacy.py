@@ -6,13 +6,23 @@ from typing import TYPE_CHECKING, Any, Union
 
 from pydantic import BaseModel, Field
 
-from agl_core.types.core import TaskInput, Triplet
+from agl_core.types import status as _status
+from agl_core.types.core import Rollout, TaskInput, Triplet
 from agl_core.types.status import RolloutMode
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
 
-__all__ = ["GenericResponse", "RolloutLegacy", "RolloutRawResultLegacy", "Task", "TaskIfAny"]
+__all__ = [
+    "GenericResponse",
+    "RolloutLegacy",
+    "RolloutRawResultLegacy",
+    "Task",
+    "TaskIfAny",
+    "is_finished",
+    "is_queuing",
+    "is_running",
+]
 
 
 class Task(BaseModel):
@@ -59,3 +69,22 @@ class GenericResponse(BaseModel):
     status: str = "success"
     message: str | None = None
     data: dict[str, Any] | None = None
+
+
+# 0.3's is_queuing/is_running/is_finished(rollout) of agentlightning.store.base (agl's status helpers in
+# agl_core.types.status take a status; these take a rollout). The table in agl_core._moved03.
+
+
+def is_queuing(rollout: Rollout) -> bool:
+    """The rollout waits in the queue (``queuing`` or ``requeuing``)."""
+    return _status.is_queuing(rollout.status)
+
+
+def is_running(rollout: Rollout) -> bool:
+    """A runner holds the rollout (``preparing`` or ``running``)."""
+    return _status.is_running(rollout.status)
+
+
+def is_finished(rollout: Rollout) -> bool:
+    """The rollout ended (``failed``, ``succeeded`` or ``cancelled``)."""
+    return _status.is_finished(rollout.status)

@@ -94,6 +94,6 @@ def rollout_status_from_attempt(
             return "requeuing"
         return "failed"
     raise ValueError(
-        f"Invalid attempt status: {attempt_status!r}. Valid attempt statuses are: "
+        f"Invalid attempt status: {attempt_status} (got {attempt_status!r}). Valid attempt statuses are: "
         + ", ".join(repr(s) for s in ATTEMPT_STATUSES)
     )

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +95,19 @@ def _hooks(target: str) -> Setting:
             yield
         finally:
             module.uninstrument()
+
+    return setting
+
+
+def _all(*settings: Setting) -> Setting:
+    """Several settings at once, entered in order."""
+
+    @contextmanager
+    def setting() -> Iterator[None]:
+        with ExitStack() as stack:
+            for each in settings:
+                stack.enter_context(each())
+            yield
 
     return setting
 
@@ -182,6 +195,14 @@ def _agents() -> list[tuple[str, str, str, Setting, str, Setting]]:
             _nothing,
         ),
         (
+            "smolagents",
+            "openinference",
+            "smolagents_agent.rollout:smolagents_rollout",
+            _nothing,
+            "final_answer_model",
+            _hooks("smolagents_agent.rollout"),
+        ),
+        (
             "langchain create_agent",
             "invoke",
             "langchain_agent.rollout:create_agent_rollout",
@@ -207,6 +228,14 @@ def _agents() -> list[tuple[str, str, str, Setting, str, Setting]]:
         ),
         ("agno", "telemetry off", "agno_agent.rollout:agno_rollout", _nothing, "calculator_model", _nothing),
         (
+            "agno",
+            "telemetry off, openinference",
+            "agno_agent.rollout:agno_rollout",
+            _nothing,
+            "calculator_model",
+            _hooks("agno_agent.rollout"),
+        ),
+        (
             "semantic-kernel",
             "default",
             "semantic_kernel_agent.rollout:semantic_kernel_rollout",
@@ -223,6 +252,14 @@ def _agents() -> list[tuple[str, str, str, Setting, str, Setting]]:
             _sk_diagnostics,
         ),
         ("dspy", "default", "dspy_agent.rollout:dspy_rollout", _nothing, "dspy_model", _fresh_dspy),
+        (
+            "dspy",
+            "openinference",
+            "dspy_agent.rollout:dspy_rollout",
+            _nothing,
+            "dspy_model",
+            _all(_fresh_dspy, _hooks("dspy_agent.rollout")),
+        ),
         ("google-adk", "default", "adk_agent.rollout:adk_rollout", _nothing, "calculator_model", _nothing),
         (
             "google-adk",
@@ -234,12 +271,28 @@ def _agents() -> list[tuple[str, str, str, Setting, str, Setting]]:
         ),
         ("crewai", "default", "crewai_agent.rollout:crewai_rollout", _nothing, "calculator_model", _nothing),
         (
+            "crewai",
+            "openinference",
+            "crewai_agent.rollout:crewai_rollout",
+            _nothing,
+            "calculator_model",
+            _hooks("crewai_agent.rollout"),
+        ),
+        (
             "llama-index",
             "default",
             "llama_index_agent.rollout:llama_index_rollout",
             _nothing,
             "calculator_model",
             _nothing,
+        ),
+        (
+            "llama-index",
+            "openinference",
+            "llama_index_agent.rollout:llama_index_rollout",
+            _nothing,
+            "calculator_model",
+            _hooks("llama_index_agent.rollout"),
         ),
     ]
 

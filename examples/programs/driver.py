@@ -1,19 +1,23 @@
 """What every program example runs: its agent on the two tasks through the agl proxy, one prompt step.
 
-``train(agent, ...)`` starts an LLM proxy in front of the model server (``model_url``; the local scripted
-fake model when None), trains ``agent`` -- a :class:`agl.ProgramAgent` -- with :class:`PromptStep` over
-the tasks on the chosen strategy, and returns what it found: the step's scores and best prompt, and per
-rollout the LLM calls the proxy recorded, their token ids, the reward and ``agl doctor``'s verdict.
+``main(make_agent)`` is each ``train.py``'s command line. ``train(agent, ...)`` starts an LLM proxy in
+front of the model server (``model_url``; the local scripted fake model when None), trains ``agent`` -- a
+:class:`agl.ProgramAgent` -- with :class:`PromptStep` over the tasks on the chosen strategy, and returns
+what it found: the step's scores and best prompt, and per rollout the LLM calls the proxy recorded, their
+token ids, the reward and ``agl doctor``'s verdict.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from prompt_step import PromptStep
@@ -25,9 +29,27 @@ from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.program import PROGRAM_SPAN
 from agl_core.store.memory import InMemoryLightningStore
+from agl_core.testing.agent_clis import install_agent_clis
 from agl_core.testing.fake_openai import FakeOpenAIServer
 
 PROXY_SPAN = "agl.llm_proxy.request"
+HERE = Path(__file__).resolve().parent
+
+
+def npm_clis() -> Path:
+    """Install Claude Code and the Codex CLI, pinned in ``clis/``, into the repository's ``.agl/npm`` (once:
+    nothing to do when the same lock file is installed there); return that folder.
+
+    Raises:
+        SystemExit: the agl-proxy-translate plugin is missing: the proxy answers their Messages and
+            Responses requests only with it.
+    """
+    if importlib.util.find_spec("agl_proxy_translate") is None:
+        raise SystemExit(
+            "Claude Code and the Codex CLI call the proxy's Messages/Responses routes, which need the "
+            "agl-proxy-translate plugin: pip install agl-proxy-translate (make test-programs installs it)."
+        )
+    return install_agent_clis(HERE / "clis", HERE.parents[1] / ".agl" / "npm")
 
 
 @dataclass
@@ -195,3 +217,22 @@ def print_report(report: RunReport) -> None:
     for prompt, score in report.scores.items():
         print(f"score {score:.2f}  {prompt!r}")
     print(f"best prompt: {report.best!r}; model requests: {report.model_requests}")
+
+
+def main(
+    make_agent: Callable[[], agl.ProgramAgent], *, model: str = "policy", doc: str | None = None
+) -> None:
+    """An example's command line: train the agent ``make_agent()`` builds and print the report.
+
+    ``--model-url`` names an OpenAI-compatible server (default: the scripted fake model), ``--model`` the
+    model name(s) the proxy serves from it (``model`` by default; ``"*"``: any name the program sends) and
+    ``--strategy`` the execution strategy.
+    """
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument(
+        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
+    )
+    parser.add_argument("--model", default=model, help="The model name(s) the proxy serves from --model-url.")
+    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
+    args = parser.parse_args()
+    print_report(train(make_agent(), model_url=args.model_url, model=args.model, strategy=args.strategy))

@@ -55,6 +55,13 @@ def test_tracer_and_proxy_records_of_each_call_count_once_and_the_proxy_record_i
     assert report.llm_span_count == 2 and report.ok
     assert report.codes() == []
     assert len(TraceToMessages().adapt(spans)) == 2
+    # what the dashboard folds: each record names the record read for its call, one per call
+    read = [t.metadata["span_id"] for t in triplets]
+    llm = [
+        s for s in spans if s.name != "agentlightning.annotation" and s.attributes.get("gen_ai.response.id")
+    ]
+    assert sorted(report.llm_records) == sorted(s.span_id for s in llm)
+    assert sorted(set(report.llm_records.values())) == sorted(read)
 
 
 def test_a_framework_span_without_response_id_pairs_with_the_proxy_record_by_completion() -> None:
@@ -164,3 +171,46 @@ def test_doctor_names_otel_sdk_disabled_when_no_llm_call_was_recorded(
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
     problem = TracerTraceToTriplet().diagnose(spans).get("no_llm_spans")
     assert problem is not None and "OTEL_SDK_DISABLED=true" in problem.message
+
+
+def openinference_attributes(text: str, reply: str) -> dict[str, object]:
+    """What OpenInference's LlamaIndex instrumentor writes on the span of a streamed call (no response id)."""
+    return {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "gpt",
+        "input.value": json.dumps({"messages": [text]}),
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": text,
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": reply,
+    }
+
+
+def test_a_framework_span_beside_agls_span_is_the_same_call_and_helper_llm_spans_are_no_calls() -> None:
+    """LlamaIndex with OpenInference: per step a `_prepare_chat_with_tools` span of kind LLM (no call),
+    an `astream_chat` span around the one with the messages, and agl's span beside them (not inside)."""
+    b = TraceBuilder()
+    with b.agent("solver", 0, 100):
+        for i, start in enumerate((1, 40)):
+            with b.span("run_agent_step", start, start + 30):
+                generic = {"openinference.span.kind": "LLM", "llm.model_name": "gpt", "input.value": "{}"}
+                with b.span("OpenAILike._prepare_chat_with_tools", start, start + 1, **generic):
+                    pass
+                with (
+                    b.span("OpenAILike.astream_chat", start + 1, start + 2, **generic),
+                    b.span(
+                        "OpenAILike.astream_chat",
+                        start + 1,
+                        start + 2,
+                        **openinference_attributes(f"q{i}", f"a{i}"),
+                    ),
+                ):
+                    pass
+                b.llm(start + 3, start + 20, [user(f"q{i}")], f"a{i}", response_id=f"r{i}")
+    b.reward(90, 1.0)
+    spans = b.spans()
+    triplets, report = TracerTraceToTriplet().adapt_with_report(spans)
+    assert [t.response["token_ids"] for t in triplets] == [[4, 5], [4, 5]], report.format()
+    assert report.llm_span_count == 2 and report.ok, report.format()
+    assert "empty_prompt" not in report.codes() and "missing_token_ids" not in report.codes()
+    assert [s["messages"][-1]["content"] for s in TraceToMessages().adapt(spans)] == ["a0", "a1"]

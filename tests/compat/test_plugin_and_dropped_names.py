@@ -138,3 +138,26 @@ def test_every_moved_03_name_resolves_at_its_03_module_to_agls_definition() -> N
             assert moved is getattr(importlib.import_module(source), name), f"{module}.{name}"
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         importlib.import_module("agl_core.algorithm.fast").Nope  # noqa: B018
+
+
+def test_the_03_argument_tables_name_every_03_argument_agl_accepts() -> None:
+    """`LLMPROXY_03` / `STORE_SERVER_03` list exactly the 0.3 arguments the translators take."""
+    import inspect
+
+    from agl_core._moved03 import (
+        LLMPROXY_03,
+        STORE_SERVER_03,
+        llm_proxy_03_arguments,
+        store_server_03_arguments,
+    )
+
+    proxy_args = set(inspect.signature(llm_proxy_03_arguments).parameters) - {"max_retries"}
+    assert proxy_args == set(LLMPROXY_03)
+    assert proxy_args <= set(inspect.signature(agl.LLMProxy).parameters)
+    server_args = set(inspect.signature(store_server_03_arguments).parameters) - {"cors_origins"}
+    assert server_args == set(STORE_SERVER_03)
+    assert server_args <= set(inspect.signature(agl.LightningStoreServer).parameters)
+    with pytest.raises(ValueError, match="not LiteLLM"):
+        agl.LLMProxy(litellm_config={"router_settings": {}})
+    with pytest.raises(ValueError, match="n_workers=2"):
+        agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0, n_workers=2)

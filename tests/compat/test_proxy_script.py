@@ -36,6 +36,10 @@ async def test_proxy_over_a_store_server_records_the_calls(monkeypatch: pytest.M
                 assert await proxy.flush(timeout=30)
             spans = list(await store.query_spans(rollout.rollout_id))
             assert spans, "the proxy recorded nothing through the server"
+            resource = spans[0].resource.attributes  # where 0.3's LiteLLM exporter put the ids
+            assert resource["agentlightning.rollout_id"] == rollout.rollout_id
+            assert resource["agentlightning.attempt_id"] == rollout.attempt.attempt_id
+            assert resource["agentlightning.span_sequence_id"] == spans[0].sequence_id
             triplets = agl.LlmProxyTraceToTriplet().adapt(spans)
             assert len(triplets) == 1 and triplets[0].response["token_ids"]
         finally:

@@ -189,3 +189,86 @@ def test_get_tracer_provider_logs_another_librarys_provider(
     monkeypatch.setattr(trace_api, "_TRACER_PROVIDER", None)
     with pytest.raises(RuntimeError, match="No OpenTelemetry SDK tracer provider"):
         get_tracer_provider()
+
+
+async def test_limit_zero_is_an_empty_page_that_counts() -> None:
+    store = agl.InMemoryLightningStore()
+    for i in range(3):
+        await store.enqueue_rollout(input={"i": i})
+    page = await store.query_rollouts(limit=0)
+    assert (list(page), page.total, page.limit) == ([], 3, 0)
+    assert list(await store.query_workers(limit=0)) == []
+
+
+async def test_update_worker_with_none_stats_raises_type_error() -> None:
+    store = agl.InMemoryLightningStore()
+    with pytest.raises(TypeError):
+        await store.update_worker("worker-1", heartbeat_stats=None)  # type: ignore[arg-type]
+
+
+async def test_null_worker_id_on_an_attempt_update_is_refused_as_03s_server_did() -> None:
+    server = agl.LightningStoreServer(agl.InMemoryLightningStore(), "127.0.0.1", 0)
+    await server.start()
+    try:
+        import aiohttp
+
+        started = await server.store.start_rollout(input={"q": 1})
+        path = f"/v1/agl/rollouts/{started.rollout_id}/attempts/{started.attempt.attempt_id}"
+        url = server.endpoint.rstrip("/") + path
+        async with aiohttp.ClientSession() as http, http.post(url, json={"worker_id": None}) as response:
+            body = await response.json()
+        assert response.status == 400
+        assert body["detail"].startswith("worker_id is invalid; it cannot be a null value.")
+        client = agl.LightningStoreClient(server.endpoint)
+        with pytest.raises(ValueError, match="cannot be a null value"):
+            await client.update_attempt(started.rollout_id, "latest", worker_id=None)  # type: ignore[arg-type]
+        await client.close()
+    finally:
+        await server.stop()
+
+
+def test_a_stored_lowercase_true_reads_back_true() -> None:
+    """0.3's reader compared ``literal.lower() == "true"``: spans written by other emitters read the same."""
+    from agl_core.emitter import get_object_value
+
+    span = agl.Span.from_attributes(
+        attributes={"agentlightning.object.type": "bool", "agentlightning.object.literal": "true"}
+    )
+    assert get_object_value(span) is True
+    assert get_object_value(agl.emit_object(False, propagate=False)) is False
+
+
+def test_emitters_use_the_tracer_patched_on_their_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.3's tests patch ``<emitter module>.get_active_tracer``; ``operation`` looks it up in annotation."""
+    from agl_core.emitter import annotation as annotation_module
+    from agl_core.emitter import exception as exception_module
+    from agl_core.emitter import message as message_module
+    from agl_core.emitter import object as object_module
+
+    names: list[str] = []
+
+    class Recording(agl.DummyTracer):
+        def create_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
+            names.append(name)
+            return super().create_span(name, *args, **kwargs)
+
+        def operation_context(self, name: str, *args: Any, **kwargs: Any) -> Any:
+            names.append(name)
+            return super().operation_context(name, *args, **kwargs)
+
+    tracer = Recording()
+    for module in (annotation_module, exception_module, message_module, object_module):
+        monkeypatch.setattr(module, "get_active_tracer", lambda: tracer)
+    agl.emit_message("hi")
+    agl.emit_object({"a": 1})
+    agl.emit_exception(ValueError("boom"))
+    agl.emit_annotation({"k": "v"})
+    with agl.operation(name="step"):
+        pass
+    assert names == [
+        "agentlightning.message",
+        "agentlightning.object",
+        "agentlightning.exception",
+        "agentlightning.annotation",
+        "agentlightning.operation",
+    ]

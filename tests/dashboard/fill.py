@@ -47,6 +47,34 @@ def train_into(path: Path, samples: int = 12) -> None:
         trainer.fit(calculator_agent, tasks[:samples], val_dataset=tasks[samples:])
 
 
+def train_through_proxy(path: Path) -> None:
+    """One rollout of the calculator agent through the LLM proxy with the tracer's `openai` capture on too
+    (as `make demo` runs): every model call has two records, the proxy's and the tracer's."""
+    from agent import calculator_agent
+    from train import make_tasks, scripted_model
+
+    from agl_core.llm_proxy import LLMProxy
+
+    with FakeOpenAIServer(scripted_model, token_ids="always") as model:
+        proxy_store = open_store(f"sqlite:///{path}")
+        proxy = LLMProxy({"fake-calculator-model": model.base_url}, store=proxy_store).start_in_thread()
+        try:
+            trainer = agl.Trainer(
+                n_runners=1,
+                strategy="shm",
+                store=f"sqlite:///{path}",
+                algorithm=agl.Baseline(polling_interval=0.2, span_verbosity="none"),
+                initial_resources={
+                    "main_llm": proxy.as_resource(),
+                    "prompt": agl.PromptTemplate(template=PROMPT_V1, engine="f-string"),
+                },
+                progress=False,
+            )
+            trainer.dev(calculator_agent, [{**make_tasks(1)[0], "via": "proxy"}])
+        finally:
+            proxy.stop_in_thread()
+
+
 async def add_hostile_rollout(store: LightningStore) -> str:
     """A rollout whose input, span names, attributes, chat messages and tool results carry HTML/script."""
     started = await store.start_rollout({"question": HOSTILE_TEXT}, mode="train")
@@ -166,12 +194,18 @@ async def add_prompt_version(store: LightningStore) -> None:
 def fill(path: Path, samples: int = 12) -> dict[str, str]:
     """Train into the store at path, then add the hostile rollout, the big one and a second prompt version."""
     train_into(path, samples)
+    train_through_proxy(path)
 
     async def extras() -> dict[str, str]:
         store = open_store(f"sqlite:///{path}")
         try:
+            (twice,) = [r.rollout_id for r in await store.query_rollouts() if r.input.get("via") == "proxy"]
             await add_prompt_version(store)
-            return {"hostile": await add_hostile_rollout(store), "big": await add_big_rollout(store)}
+            return {
+                "hostile": await add_hostile_rollout(store),
+                "big": await add_big_rollout(store),
+                "twice": twice,
+            }
         finally:
             await store.close()
 

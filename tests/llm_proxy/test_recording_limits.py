@@ -18,8 +18,6 @@ BODIES = {
     "/chat/completions": '{"model": "m", "messages": [{"role": "user", "content": "hi"}], '
     '"temperature": NaN}',
     "/completions": '{"model": "m", "prompt": "hi", "temperature": NaN, "top_p": Infinity}',
-    "/messages": '{"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}], '
-    '"temperature": NaN}',
 }
 
 

@@ -67,7 +67,7 @@ def test_flood_of_bad_requests_gets_only_4xx() -> None:
 class _FailingStore(InMemoryLightningStore):
     """A store whose query fails the way a server fault does (the flood's 500 path)."""
 
-    async def query_rollouts(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+    async def _query_rollouts(self, query: object, where: object) -> object:  # type: ignore[override]
         raise RuntimeError("disk on fire")
 
 

@@ -147,13 +147,25 @@ export function spanException(span) {
   return null;
 }
 
-/** Spans as a depth-first list of {span, depth, children} (roots: spans whose parent is not in the list). */
-export function spanTree(spans) {
+/** Spans as a depth-first list of {span, depth, children} (roots: spans whose parent is not in the list).
+ * `foldUnder` (span id -> span id, agl doctor's llm_records) folds each other record of an LLM call under
+ * the record read for it: the copy becomes a leaf child of that record, its own children move up to it. */
+export function spanTree(spans, foldUnder = {}) {
   const byId = new Map();
   for (const span of spans) byId.set(span.span_id, { span, children: [], depth: 0 });
+  const folded = (id) => {
+    const target = Object.hasOwn(foldUnder, id) ? foldUnder[id] : id;
+    return target !== id && byId.has(target) ? target : null;
+  };
   const roots = [];
   for (const node of byId.values()) {
-    const parent = node.span.parent_id ? byId.get(node.span.parent_id) : null;
+    const target = folded(node.span.span_id);
+    let parentId = target ?? node.span.parent_id;
+    // a copy is a leaf: a child of one hangs from the copy's nearest ancestor that is not a copy
+    for (let hops = 0; !target && parentId && folded(parentId) && hops < byId.size; hops++) {
+      parentId = byId.get(parentId).span.parent_id;
+    }
+    const parent = parentId ? byId.get(parentId) : null;
     if (parent && parent !== node) parent.children.push(node);
     else roots.push(node);
   }

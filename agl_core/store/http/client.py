@@ -57,23 +57,32 @@ from agl_core.store.base import (
 )
 from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, RolloutNotFoundError
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
-from agl_core.store.http.models import AnyRollout
-from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH
+from agl_core.store.http.routes import API_PREFIX, OTLP_TRACES_PATH, route_by_name
 from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -99,9 +108,6 @@ class _Answer(NamedTuple):
 @functools.cache
 def _adapter(type_: Any) -> TypeAdapter[Any]:
     return TypeAdapter(type_)
-
-
-_SPAN_PAGE = PaginatedResult[Span]  # built once: subscripting a generic model costs a cache lookup per call
 
 
 def _decode(type_: Any, raw: bytes) -> Any:
@@ -203,7 +209,7 @@ class LightningStoreClient(LightningStore):
         parts = urlsplit(self.url)
         if not parts.hostname:
             raise InvalidRequestError(f"LightningStoreClient URL {url!r} has no host.")
-        self._api = parts.path.rstrip("/") + API_PREFIX
+        self._base = parts.path.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
         # TLS files: arguments, else AGL_STORE_CA_BUNDLE / AGL_STORE_CLIENT_CERT / AGL_STORE_CLIENT_KEY
         self.ca_bundle = ca_bundle or (os.environ.get(CA_BUNDLE_ENV) if trust_env else None) or None
@@ -342,14 +348,13 @@ class LightningStoreClient(LightningStore):
         params: dict[str, str] | None = None,
         mutating: bool = False,
         timeout: float | None = None,
-        base: str | None = None,
         tries: list[int] | None = None,
     ) -> _Answer:
         """Send one request (retried as the class describes); a 2xx answer, else a typed error.
 
         `tries`, when given, receives the number of tries it took (in ``tries[0]``).
         """
-        target = (self._api if base is None else base) + path
+        target = self._base + path
         if params:
             target += "?" + urlencode(params)
         url = yarl.URL(self._origin + target, encoded=True)
@@ -401,98 +406,89 @@ class LightningStoreClient(LightningStore):
             )
             await asyncio.sleep(delay)
 
-    async def _post(self, path: str, payload: Any, result: Any, *, mutating: bool = True) -> Any:
-        raw = (await self._call("POST", path, _encode(payload), mutating=mutating)).body
-        return _decode(result, raw)
+    async def _request(
+        self,
+        name: str,
+        payload: Any = None,
+        *,
+        params: dict[str, str] | None = None,
+        timeout: float | None = None,
+        tries: list[int] | None = None,
+        **path: str,
+    ) -> Any:
+        """Call the route `name` of `routes.ROUTES` and answer its decoded response type.
 
-    async def _get(self, path: str, result: Any, params: dict[str, str] | None = None) -> Any:
-        return _decode(result, (await self._call("GET", path, params=params)).body)
+        `payload` is the JSON body (bytes are sent as they are), `params` the query string, `path` the
+        route's path parameters (each quoted as one segment). The route says the method, whether the
+        request carries an ``Idempotency-Key`` (``mutating``) and what the answer is.
+        """
+        route = route_by_name(name)
+        target = (
+            route.path.format(**{key: _segment(value, key) for key, value in path.items()})
+            if path
+            else route.path
+        )
+        body = None if route.method == "GET" else payload if isinstance(payload, bytes) else _encode(payload)
+        answer = await self._call(
+            route.method, target, body, params=params, mutating=route.mutating, timeout=timeout, tries=tries
+        )
+        return _decode(route.response, answer.body)
 
     # ------------------------------------------------------------------------------ statistics
 
     async def statistics(self) -> LightningStoreStatistics:
         """The server's store statistics."""
-        return pydantic_core.from_json((await self._call("GET", "/statistics")).body)  # type: ignore[no-any-return]
+        return await self._request("statistics")  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ rollouts
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
-        """See `LightningStore.start_rollout`."""
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts`` with the checked rollout."""
+        r = request.rollout
         payload = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-            "worker_id": worker_id,
+            "input": r.input,
+            "mode": r.mode,
+            "resources_id": r.resources_id,
+            "config": r.config,
+            "metadata": r.metadata,
+            "worker_id": request.worker_id,
         }
         _check_values(payload)
-        return await self._post("/rollouts", payload, AttemptedRollout)  # type: ignore[no-any-return]
+        return await self._request("start_rollout", payload)  # type: ignore[no-any-return]
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-        }
-        _check_values(item)
-        result = await self._post("/queues/rollouts/enqueue", {"rollouts": [item]}, list[Rollout])
-        if len(result) != 1:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
+        items = [
+            {
+                "input": r.input,
+                "mode": r.mode,
+                "resources_id": r.resources_id,
+                "config": r.config,
+                "metadata": r.metadata,
+            }
+            for r in request.rollouts
+        ]
+        for item in items:
+            _check_values(item)
+        result = await self._request("enqueue_rollouts", {"rollouts": items})
+        if len(result) != len(items):
             raise StoreServerError(
-                f"The store at {self.url} answered {len(result)} rollouts for one enqueue."
+                f"The store at {self.url} answered {len(result)} rollouts for {len(items)} enqueued."
             )
-        return result[0]  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """See `LightningStore.enqueue_many_rollouts` (one request)."""
-        if not rollouts:
-            return []
-        batch = logic.check_enqueue_requests(rollouts)
-        return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/enqueue", {"rollouts": batch}, list[Rollout]
-        )
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+        """``POST /v1/agl/queues/rollouts/dequeue``."""
+        payload = {"limit": request.limit, "worker_id": request.worker_id}
+        return await self._request("dequeue_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        result = await self._post(
-            "/queues/rollouts/dequeue", {"limit": 1, "worker_id": worker_id}, list[AttemptedRollout]
-        )
-        return result[0] if result else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
-        """See `LightningStore.dequeue_many_rollouts` (one request)."""
-        if isinstance(limit, int) and limit <= 0:
-            return []
-        return await self._post(  # type: ignore[no-any-return]
-            "/queues/rollouts/dequeue", {"limit": limit, "worker_id": worker_id}, list[AttemptedRollout]
-        )
-
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
-        """See `LightningStore.start_attempt`."""
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts/{id}/attempts``."""
+        rollout_id = request.rollout_id
         if rollout_id == "":
             raise RolloutNotFoundError(rollout_id)
-        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts"
-        return await self._post(path, {"worker_id": worker_id}, AttemptedRollout)  # type: ignore[no-any-return]
+        payload = {"worker_id": request.worker_id}
+        return await self._request("start_attempt", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -502,46 +498,33 @@ class LightningStoreClient(LightningStore):
         payload["rollout_id_in"] = _listify(query.rollout_id_in)
         if query.mode_in is not None:
             payload["mode_in"] = _listify(query.mode_in)
-        return await self._post(  # type: ignore[no-any-return]
-            "/rollouts/search", payload, PaginatedResult[AnyRollout], mutating=False
-        )
+        return await self._request("query_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
-        """See `LightningStore.query_attempts`."""
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+        """``POST /v1/agl/rollouts/{id}/attempts/search`` with the checked query."""
+        rollout_id, limit, offset = query.rollout_id, query.limit, query.offset
         if rollout_id == "":
-            logic.validate_pagination(limit, offset)
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
-        payload = {"sort_by": sort_by, "sort_order": sort_order, "limit": limit, "offset": offset}
-        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/search"
-        return await self._post(path, payload, PaginatedResult[Attempt], mutating=False)  # type: ignore[no-any-return]
+        payload = {"sort_by": query.sort_by, "sort_order": query.sort_order, "limit": limit, "offset": offset}
+        return await self._request("query_attempts", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
         if rollout_id == "":
             return None
-        return await self._get(f"/rollouts/{_segment(rollout_id, 'rollout_id')}", AnyRollout | None)  # type: ignore[no-any-return]
+        return await self._request("get_rollout", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """See `LightningStore.get_latest_attempt`."""
         if rollout_id == "":
             return None
-        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/latest"
-        return await self._get(path, Attempt | None)  # type: ignore[no-any-return]
+        return await self._request("latest_attempt", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
         """``POST /v1/agl/rollouts/{rollout_id}`` with only the fields that are not `UNSET`."""
         if update.rollout_id == "":
             raise RolloutNotFoundError(update.rollout_id)
-        path = f"/rollouts/{_segment(update.rollout_id, 'rollout_id')}"
-        return await self._post(path, update.changes(), Rollout)  # type: ignore[no-any-return]
+        return await self._request("update_rollout", update.changes(), rollout_id=update.rollout_id)  # type: ignore[no-any-return]
 
     async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}`` with the fields not `UNSET`."""
@@ -550,8 +533,9 @@ class LightningStoreClient(LightningStore):
             raise RolloutNotFoundError(rollout_id)
         if attempt_id == "":
             raise AttemptNotFoundError(rollout_id, attempt_id)
-        path = f"/rollouts/{_segment(rollout_id, 'rollout_id')}/attempts/{_segment(attempt_id, 'attempt_id')}"
-        return await self._post(path, update.changes(), Attempt)  # type: ignore[no-any-return]
+        return await self._request(  # type: ignore[no-any-return]
+            "update_attempt", update.changes(), rollout_id=rollout_id, attempt_id=attempt_id
+        )
 
     async def wait_for_rollouts(
         self, *, rollout_ids: list[str], timeout: float | None = None
@@ -591,22 +575,26 @@ class LightningStoreClient(LightningStore):
         return [finished[i] for i in ids if i in finished]
 
     async def _poll(self, ids: list[str], wait: float) -> list[Rollout]:
-        raw = await self._call(
-            "POST",
-            "/waits/rollouts",
-            _encode({"rollout_ids": ids, "timeout": wait}),
-            timeout=wait + self.timeout,
+        return await self._request(  # type: ignore[no-any-return]
+            "wait_rollouts", {"rollout_ids": ids, "timeout": wait}, timeout=wait + self.timeout
         )
-        return _decode(list[Rollout], raw.body)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        logic.validate_span(span)
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """``POST /v1/agl/spans`` for one span, ``/spans/batch`` for several (the server answers which
+        spans were new)."""
+        batch = list(request.spans)
+        if len(batch) == 1:
+            stored = await self._add_one_span(batch[0])
+            return [] if stored is None else [stored]
+        body = b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}"
+        answer = await self._request("add_spans", body)
+        return [batch[i] for i in answer.inserted]
+
+    async def _add_one_span(self, span: Span) -> Span | None:
         tries = [0]
-        raw = (await self._call("POST", "/spans", _encode(span), mutating=True, tries=tries)).body
-        stored: Span | None = _decode(Span | None, raw)
+        stored: Span | None = await self._request("add_span", span, tries=tries)
         if stored is None and tries[0] > 1:
             # Retried: the first try may have been written before the connection (or the server)
             # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
@@ -615,67 +603,45 @@ class LightningStoreClient(LightningStore):
                 return page.items[0]
         return stored
 
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
-        batch = list(spans)
-        if not batch:
-            return []
-        for span in batch:
-            logic.validate_span(span)
-        raw = await self._call(
-            "POST", "/spans/batch", b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}", mutating=True
-        )
-        inserted = pydantic_core.from_json(raw.body)["inserted"]
-        return [batch[i] for i in inserted]
-
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        raw = await self._call(
-            "POST",
-            "/spans/next",
-            _encode({"rollout_id": rollout_id, "attempt_id": attempt_id}),
-            mutating=True,
-        )
-        return int(pydantic_core.from_json(raw.body)["sequence_id"])
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
-        """See `LightningStore.get_many_span_sequence_ids` (one request)."""
-        pairs = [list(pair) for pair in rollout_attempt_ids]
-        if not pairs:
-            return []
-        raw = await self._call(
-            "POST", "/spans/sequence-ids", _encode({"rollout_attempt_ids": pairs}), mutating=True
-        )
-        return list(pydantic_core.from_json(raw.body)["sequence_ids"])
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """``POST /v1/agl/spans/next`` for one pair, ``/spans/sequence-ids`` for several."""
+        pairs = [list(pair) for pair in request.pairs]
+        if len(pairs) == 1:
+            rollout_id, attempt_id = pairs[0]
+            answer = await self._request(
+                "next_sequence_id", {"rollout_id": rollout_id, "attempt_id": attempt_id}
+            )
+            return [int(answer.sequence_id)]
+        answer = await self._request("sequence_ids", {"rollout_attempt_ids": pairs})
+        return list(answer.sequence_ids)
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """``POST /v1/agl/spans/search`` with the checked query."""
-        return await self._post("/spans/search", query, _SPAN_PAGE, mutating=False)  # type: ignore[no-any-return]
+        return await self._request("query_spans", query)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 
     async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.add_resources`."""
-        return await self._post("/resources", _resources_payload(resources), ResourcesUpdate)  # type: ignore[no-any-return]
+        return await self._request("add_resources", _resources_payload(resources))  # type: ignore[no-any-return]
 
     async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.update_resources` (an upsert)."""
         if resources_id == "":
             raise InvalidRequestError("resources_id must be a non-empty string.")
-        path = f"/resources/{_segment(resources_id, 'resources_id')}"
-        return await self._post(path, _resources_payload(resources), ResourcesUpdate)  # type: ignore[no-any-return]
+        return await self._request(  # type: ignore[no-any-return]
+            "update_resources", _resources_payload(resources), resources_id=resources_id
+        )
 
     async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""
         if resources_id == "":
             return None
-        return await self._get(f"/resources/{_segment(resources_id, 'resources_id')}", ResourcesUpdate | None)  # type: ignore[no-any-return]
+        return await self._request("get_resources", resources_id=resources_id)  # type: ignore[no-any-return]
 
     async def get_latest_resources(self) -> ResourcesUpdate | None:
         """See `LightningStore.get_latest_resources`."""
-        return await self._get("/resources/latest", ResourcesUpdate | None)  # type: ignore[no-any-return]
+        return await self._request("latest_resources")  # type: ignore[no-any-return]
 
     async def query_resources(
         self,
@@ -696,20 +662,20 @@ class LightningStoreClient(LightningStore):
             limit=limit,
             offset=offset,
         )
-        return await self._get("/resources", PaginatedResult[ResourcesUpdate], params)  # type: ignore[no-any-return]
+        return await self._request("query_resources", params=params)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ workers
 
     async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """``POST /v1/agl/workers/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
-        return await self._post("/workers/search", payload, PaginatedResult[Worker], mutating=False)  # type: ignore[no-any-return]
+        return await self._request("query_workers", payload)  # type: ignore[no-any-return]
 
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
         if worker_id == "":
             return None
-        return await self._get(f"/workers/{_segment(worker_id, 'worker_id')}", Worker | None)  # type: ignore[no-any-return]
+        return await self._request("get_worker", worker_id=worker_id)  # type: ignore[no-any-return]
 
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
         """See `LightningStore.update_worker`."""
@@ -717,7 +683,7 @@ class LightningStoreClient(LightningStore):
             raise InvalidRequestError("worker_id must be a non-empty string.")
         payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
         _check_values(payload)
-        return await self._post(f"/workers/{_segment(worker_id, 'worker_id')}", payload, Worker)  # type: ignore[no-any-return]
+        return await self._request("update_worker", payload, worker_id=worker_id)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------- helpers

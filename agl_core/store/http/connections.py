@@ -11,7 +11,10 @@ body, or being answered -- and:
   a new connection beyond the cap closes the one that has waited longest for its request, so new
   clients are still answered while slow ones hold the cap; one log line per minute says so;
 * answers request-parsing errors (an over-long URL or header line, a malformed head) with the JSON
-  error shape, logged through the server's `guard.ErrorLogLimiter` (once per kind and minute).
+  error shape, logged once per kind and minute (`agl_core.utils.http_guard.LogLimiter`).
+
+`answer_request_errors_in_json` is that last point alone, with the server's own error body: the LLM
+proxy uses it, so both servers answer an over-long URL or header with JSON rather than aiohttp's text.
 
 aiohttp knows none of this by itself (depending on its version it waits for a first request head
 forever and for a body as long as bytes trickle in), so the tracker attaches to the `web.Server` the
@@ -27,14 +30,36 @@ import logging
 import resource
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
-from agl_core.store.http.guard import ErrorLogLimiter
+from agl_core.utils.http_guard import LogLimiter, log_limited
 
-__all__ = ["ACCEPT_BURST", "ACCEPT_QUEUE", "CONNECTIONS", "ConnectionTracker", "default_max_connections"]
+__all__ = [
+    "ACCEPT_BURST",
+    "ACCEPT_QUEUE",
+    "CONNECTIONS",
+    "ConnectionTracker",
+    "ErrorBody",
+    "answer_request_errors_in_json",
+    "default_max_connections",
+    "store_error_body",
+]
+
+ErrorBody = Callable[[int, str, str], bytes]
+"""``(status, error type, message) -> JSON body`` of a server's error answers."""
+
+RequestErrorHook = Callable[[int, "BaseException | None", web.BaseRequest], None]
+"""Called with each request aiohttp could not parse or answer (to log it)."""
+
+
+def store_error_body(status: int, kind: str, message: str) -> bytes:
+    """The store API's error body, ``{"error": {"type", "message", "details"}}``."""
+    return json.dumps({"error": {"type": kind, "message": message, "details": {}}}).encode()
+
 
 ACCEPT_BURST = 32
 """Connections asyncio accepts in one go (the site's backlog): fewer than the open-file reserve."""
@@ -87,7 +112,7 @@ class ConnectionTracker:
         self.closed_at_cap = 0
         """Connections closed to make room for a new one at the cap."""
         self._logger = logger
-        self._errors = ErrorLogLimiter(logger)
+        self._errors = LogLimiter(burst=1)
         self._states: dict[Any, tuple[int, float]] = {}
         self._opened: dict[Any, float] = {}
         self._server: web.Server | None = None
@@ -100,7 +125,8 @@ class ConnectionTracker:
 
     def attach(self, server: web.Server) -> None:
         """Track the connections of `server` (built by the app runner, before its site starts)."""
-        server.__class__ = _TrackedServer  # same state, plus the hooks below
+        answer_request_errors_in_json(server, store_error_body, self.request_error)
+        server.__class__ = _TrackedServer  # same state, plus the connection hooks below
         server.tracker = self  # type: ignore[attr-defined]
         inner = server.request_handler
         states, clock = self._states, time.monotonic
@@ -139,13 +165,15 @@ class ConnectionTracker:
     def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """asyncio's report of a failed ``accept()`` (out of files) once a minute; others as before."""
         if context.get("message") == "socket.accept() out of system resource":
-            self._errors.log(
+            log_limited(
+                self._logger,
                 logging.WARNING,
                 ("accept", "EMFILE"),
                 "Store server out of open files (ulimit -n %d) while accepting; new connections wait a "
                 "second. Raise ulimit -n or lower --max-connections (now %d).",
                 resource.getrlimit(resource.RLIMIT_NOFILE)[0],
                 self.max_connections,
+                limiter=self._errors,
             )
             return
         if self._previous_handler is not None:
@@ -215,12 +243,24 @@ class ConnectionTracker:
         """Log a request aiohttp could not parse or answer, once per kind per minute."""
         kind = type(exc).__name__ if exc is not None else f"HTTP {status}"
         if status >= 500:
-            self._errors.error(
-                (kind, "request"), "Error handling a request from %s", request.remote, exc_info=exc
+            log_limited(
+                self._logger,
+                logging.ERROR,
+                (kind, "request"),
+                "Error handling a request from %s",
+                request.remote,
+                exc_info=exc,
+                limiter=self._errors,
             )
         else:
-            self._errors.log(
-                logging.WARNING, (kind, "request"), "Bad request from %s: %s", request.remote, _reason(exc)
+            log_limited(
+                self._logger,
+                logging.WARNING,
+                (kind, "request"),
+                "Bad request from %s: %s",
+                request.remote,
+                _reason(exc),
+                limiter=self._errors,
             )
 
     # ------------------------------------------------------------------------------ sweeping
@@ -261,10 +301,11 @@ def _reason(exc: BaseException | None) -> str:
     return str(exc) if exc is not None else "unknown"
 
 
-class _TrackedRequestHandler(web.RequestHandler):
-    """aiohttp's connection protocol, answering the errors it handles itself with the JSON error shape."""
+class _JsonErrorRequestHandler(web.RequestHandler):
+    """aiohttp's connection protocol, answering the errors it handles itself in the server's JSON shape."""
 
-    tracker: ConnectionTracker
+    error_body: ErrorBody
+    on_error: RequestErrorHook | None
 
     def handle_error(
         self,
@@ -273,8 +314,9 @@ class _TrackedRequestHandler(web.RequestHandler):
         exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
-        """The JSON error answer (``{"error": {"type", "message", "details"}}``); closes the connection."""
-        self.tracker.request_error(status, exc, request)
+        """The JSON error answer (`error_body`); closes the connection."""
+        if self.on_error is not None:
+            self.on_error(status, exc, request)
         if request.writer.output_size > 0:
             raise ConnectionError(
                 "Response is sent already, cannot send another response with the error message"
@@ -284,21 +326,44 @@ class _TrackedRequestHandler(web.RequestHandler):
         else:
             kind = type(exc).__name__ if exc is not None else "BadRequest"
             text = f"The request could not be read: {_reason(exc)}"
-        body = json.dumps({"error": {"type": kind, "message": text, "details": {}}}).encode()
-        response = web.Response(status=status, body=body, content_type="application/json")
+        response = web.Response(
+            status=status, body=self.error_body(status, kind, text), content_type="application/json"
+        )
         response.force_close()
         return response
 
 
-class _TrackedServer(web.Server):
+class _JsonErrorServer(web.Server):
+    """A runner's `web.Server` whose connections answer parsing errors with `error_body`."""
+
+    error_body: ErrorBody
+    on_error: RequestErrorHook | None
+
+    def __call__(self) -> web.RequestHandler:
+        handler = _JsonErrorRequestHandler(self, loop=self._loop, **self._kwargs)
+        handler.error_body, handler.on_error = self.error_body, self.on_error
+        return handler
+
+
+def answer_request_errors_in_json(
+    server: web.Server, error_body: ErrorBody, on_error: RequestErrorHook | None = None
+) -> None:
+    """Make `server` (an app runner's, before its site starts) answer unreadable requests with JSON.
+
+    aiohttp answers an over-long URL or header line (400) or a malformed head in plain text by
+    itself; after this call the answer is ``error_body(status, type, message)`` and `on_error` hears of
+    each such request.
+    """
+    if not isinstance(server, _JsonErrorServer):
+        server.__class__ = _JsonErrorServer  # same state, plus the two fields below
+    server.error_body = error_body  # type: ignore[attr-defined]
+    server.on_error = on_error  # type: ignore[attr-defined]
+
+
+class _TrackedServer(_JsonErrorServer):
     """The runner's `web.Server` once a `ConnectionTracker` is attached."""
 
     tracker: ConnectionTracker
-
-    def __call__(self) -> web.RequestHandler:
-        handler = _TrackedRequestHandler(self, loop=self._loop, **self._kwargs)
-        handler.tracker = self.tracker
-        return handler
 
     def connection_made(self, handler: web.RequestHandler, transport: asyncio.Transport) -> None:
         super().connection_made(handler, transport)

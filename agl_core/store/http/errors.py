@@ -29,6 +29,7 @@ from typing import Any
 
 from agl_core.store.errors import (
     AttemptNotFoundError,
+    InvalidArgumentTypeError,
     InvalidFilterError,
     InvalidRequestError,
     InvalidSpanError,
@@ -210,6 +211,7 @@ _SIMPLE_TYPES: dict[str, Callable[[str], StoreError]] = {
     "InvalidRequestError": InvalidRequestError,
     "InvalidFilterError": InvalidFilterError,
     "InvalidSpanError": InvalidSpanError,
+    "InvalidArgumentTypeError": InvalidArgumentTypeError,
     "PayloadTooLargeError": PayloadTooLargeError,
     "UnsupportedMediaTypeError": UnsupportedMediaTypeError,
     "StoreClosedError": StoreClosedError,

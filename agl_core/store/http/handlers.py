@@ -1,15 +1,17 @@
-"""Request handlers of the store API: parse and validate, call the store, encode the answer.
+"""Request handlers of the store API: generic over `agl_core.store.http.routes.ROUTES`.
 
-One method per route of `agl_core.store.http.routes.ROUTES` (same name). Handlers raise; the server's
-wrapper turns exceptions into JSON error answers. Bodies are parsed and validated in one step by
-pydantic (``model_validate_json``) and answers encoded by ``pydantic_core.to_json``, both in Rust.
+Every route gets one handler built the same way: parse the route's query model or body type, call the
+store (`STORE_CALLS`, one line per route), encode the answer with the route's status. The few routes
+that are not a store call (health, the OpenAPI document, the long poll, OTLP) are methods of `StoreApi`
+of the route's name. Handlers raise; the server's wrapper turns exceptions into JSON error answers.
+Bodies are parsed and validated in one step by pydantic and answers encoded by ``pydantic_core.to_json``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import pydantic_core
@@ -26,10 +28,10 @@ from agl_core.store.http.errors import (
 )
 from agl_core.store.http.health import StoreProbe
 from agl_core.store.http.openapi import openapi_document
-from agl_core.types import NamedResources, Span
+from agl_core.store.http.routes import Route
 from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
 
-__all__ = ["StoreApi", "json_response", "parse_json"]
+__all__ = ["STORE_CALLS", "StoreApi", "StoreCall", "json_response", "parse_json"]
 
 _JSON = "application/json"
 
@@ -79,7 +81,7 @@ def _query_error(exc: ValidationError, where: str) -> InvalidRequestError:
     field = str(loc[0])
     message = f"Invalid {where}: {_describe(error)}."
     if field in ("limit", "offset"):
-        return InvalidRequestError(message + " limit must be > 0 or -1, offset >= 0.")
+        return InvalidRequestError(message + " limit must be >= 0 or -1, offset >= 0.")
     if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
         return InvalidFilterError(f"Unknown query option {field!r}; see /v1/agl/openapi.json for the fields.")
     return InvalidFilterError(message)
@@ -106,6 +108,132 @@ def _parse_body(raw: bytes, type_: Any, *, required: bool) -> Any:
     return parse_json(type_, raw)
 
 
+def _fields(model: BaseModel) -> dict[str, Any]:
+    """A parsed body's fields as keyword arguments (nested models stay models)."""
+    return {name: getattr(model, name) for name in type(model).model_fields}
+
+
+def _given(model: BaseModel) -> dict[str, Any]:
+    """Only the fields the request sent (an update changes those and no others)."""
+    return {name: getattr(model, name) for name in model.model_fields_set}
+
+
+StoreCall = Callable[[LightningStore, Any, Mapping[str, str]], Awaitable[Any]]
+"""What a route asks of the store: ``(store, parsed body or query, path parameters) -> answer``."""
+
+
+async def _enqueue(store: LightningStore, body: m.EnqueueBody, path: Mapping[str, str]) -> Any:
+    if len(body.rollouts) != 1:
+        return await store.enqueue_many_rollouts(body.rollouts) if body.rollouts else []
+    r = body.rollouts[0]
+    return [
+        await store.enqueue_rollout(
+            r.input, mode=r.mode, resources_id=r.resources_id, config=r.config, metadata=r.metadata
+        )
+    ]
+
+
+async def _dequeue(store: LightningStore, body: m.DequeueBody, path: Mapping[str, str]) -> Any:
+    if body.limit <= 0:
+        return []
+    if body.limit == 1:
+        item = await store.dequeue_rollout(worker_id=body.worker_id)
+        return [item] if item is not None else []
+    return await store.dequeue_many_rollouts(limit=body.limit, worker_id=body.worker_id)
+
+
+async def _add_spans(store: LightningStore, body: m.SpansBatchBody, path: Mapping[str, str]) -> Any:
+    """The indices (into the request's list) of the spans that were new."""
+    spans = body.spans
+    inserted = await store.add_many_spans(spans) if spans else []
+    if len(inserted) == len(spans):
+        return {"inserted": list(range(len(spans)))}
+    position: dict[tuple[str, str, str], int] = {}
+    for index, span in enumerate(spans):
+        position.setdefault((span.rollout_id, span.attempt_id, span.span_id), index)
+    return {"inserted": [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]}
+
+
+async def _sequence_ids(store: LightningStore, body: m.SequenceIdsBody, path: Mapping[str, str]) -> Any:
+    pairs = body.rollout_attempt_ids
+    return {"sequence_ids": list(await store.get_many_span_sequence_ids(pairs)) if pairs else []}
+
+
+async def _next_sequence_id(store: LightningStore, b: m.NextSequenceIdBody, path: Mapping[str, str]) -> Any:
+    return {"sequence_id": await store.get_next_span_sequence_id(b.rollout_id, b.attempt_id)}
+
+
+def _query(store: LightningStore, q: Any, path: Mapping[str, str]) -> Awaitable[Any]:
+    return store._execute(q)
+
+
+async def _doctor(store: LightningStore, q: m.DoctorQuery, path: Mapping[str, str]) -> Any:
+    from agl_core.adapter.doctor import diagnose_rollout
+
+    return await diagnose_rollout(store, path["rollout_id"], attempt=q.attempt, adapter=q.adapter)
+
+
+STORE_CALLS: dict[str, StoreCall] = {
+    "statistics": lambda s, _, p: s.statistics(),
+    "enqueue_rollouts": _enqueue,
+    "dequeue_rollouts": _dequeue,
+    "start_rollout": lambda s, b, p: s.start_rollout(**_fields(b)),
+    "query_rollouts_get": _query,
+    "query_rollouts": _query,
+    "get_rollout": lambda s, _, p: s.get_rollout_by_id(p["rollout_id"]),
+    "update_rollout": lambda s, b, p: s._execute(RolloutUpdate(p["rollout_id"], **_given(b))),
+    "start_attempt": lambda s, b, p: s.start_attempt(p["rollout_id"], worker_id=b.worker_id),
+    "query_attempts_get": lambda s, q, p: s.query_attempts(p["rollout_id"], **_fields(q)),
+    "query_attempts": lambda s, q, p: s.query_attempts(p["rollout_id"], **_fields(q)),
+    "latest_attempt": lambda s, _, p: s.get_latest_attempt(p["rollout_id"]),
+    "update_attempt": lambda s, b, p: s._execute(
+        AttemptUpdate(p["rollout_id"], p["attempt_id"], **_given(b))
+    ),
+    "query_workers_get": _query,
+    "query_workers": _query,
+    "get_worker": lambda s, _, p: s.get_worker_by_id(p["worker_id"]),
+    "update_worker": lambda s, b, p: s.update_worker(p["worker_id"], **_given(b)),
+    "query_resources": lambda s, q, p: s.query_resources(**_fields(q)),
+    "add_resources": lambda s, b, p: s.add_resources(b),
+    "latest_resources": lambda s, _, p: s.get_latest_resources(),
+    "get_resources": lambda s, _, p: s.get_resources_by_id(p["resources_id"]),
+    "update_resources": lambda s, b, p: s.update_resources(p["resources_id"], b),
+    "rollout_doctor": _doctor,
+    "add_span": lambda s, span, p: s.add_span(span),
+    "add_spans": _add_spans,
+    "query_spans_get": _query,
+    "query_spans": _query,
+    "next_sequence_id": _next_sequence_id,
+    "sequence_ids": _sequence_ids,
+}
+"""The store call of each plain route (by route name); the other routes are methods of `StoreApi`."""
+
+
+def _query_params(request: web.Request, model: type[Any]) -> Any:
+    """The query string validated against `model` (``*_in`` keys may repeat, others may not)."""
+    data: dict[str, Any] = {}
+    query = request.query
+    for key in query:
+        if key in data:
+            continue
+        values = query.getall(key)
+        if key.endswith("_in"):
+            data[key] = values
+        elif len(values) > 1:
+            raise RequestValidationError(
+                f"Query parameter {key!r} was given {len(values)} times; give it once."
+            )
+        else:
+            data[key] = values[0]
+    try:
+        if issubclass(model, BaseModel):
+            return model.model_validate(data)
+        # mypy does not count a class as Hashable (it reads __hash__ as an unbound method)
+        return _adapter(model).validate_python(data)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise _query_error(exc, "query parameters") from None
+
+
 class StoreApi:
     """The handlers of every route, bound to one store.
 
@@ -123,39 +251,30 @@ class StoreApi:
         self.probe = StoreProbe()
         self._openapi: bytes | None = None
 
-    # ------------------------------------------------------------------------------ helpers
+    def handler(self, route: Route) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """The aiohttp handler of `route`: parse its query or body, call the store, encode the answer."""
+        special = getattr(self, route.name, None)
+        if special is not None:
+            return special  # type: ignore[no-any-return]
+        call = STORE_CALLS[route.name]
+        query, body, required, status = route.query, route.body, route.body_required, route.status
+
+        async def handle(request: web.Request) -> web.Response:
+            if query is not None:
+                args = _query_params(request, query)
+            elif body is not None:
+                args = _parse_body(await self._raw(request), body, required=required)
+            else:
+                args = None
+            return json_response(await call(self.store, args, request.match_info), status)
+
+        handle.__name__ = route.name
+        return handle
 
     async def _raw(self, request: web.Request) -> bytes:
         return await read_body(request, self.max_body_bytes)
 
-    async def _body(self, request: web.Request, type_: Any, *, required: bool) -> Any:
-        return _parse_body(await self._raw(request), type_, required=required)
-
-    @staticmethod
-    def _query(request: web.Request, model: type[Any]) -> Any:
-        data: dict[str, Any] = {}
-        query = request.query
-        for key in query:
-            if key in data:
-                continue
-            values = query.getall(key)
-            if key.endswith("_in"):
-                data[key] = values
-            elif len(values) > 1:
-                raise RequestValidationError(
-                    f"Query parameter {key!r} was given {len(values)} times; give it once."
-                )
-            else:
-                data[key] = values[0]
-        try:
-            if issubclass(model, BaseModel):
-                return model.model_validate(data)
-            # mypy does not count a class as Hashable (it reads __hash__ as an unbound method)
-            return _adapter(model).validate_python(data)  # type: ignore[arg-type]
-        except ValidationError as exc:
-            raise _query_error(exc, "query parameters") from None
-
-    # ------------------------------------------------------------------------------ meta
+    # ------------------------------------------------------------------------------ not a store call
 
     async def root_health(self, request: web.Request) -> web.Response:
         """``GET /health``: 200 ``{"status":"ok"}``, or 503 with the reason once the store is unusable.
@@ -176,129 +295,12 @@ class StoreApi:
             self._openapi = pydantic_core.to_json(openapi_document())
         return web.Response(body=self._openapi, content_type=_JSON)
 
-    async def statistics(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/statistics``."""
-        return json_response(await self.store.statistics())
-
-    # ------------------------------------------------------------------------------ queue
-
-    async def enqueue_rollouts(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/queues/rollouts/enqueue``."""
-        body: m.EnqueueBody = await self._body(request, m.EnqueueBody, required=True)
-        if len(body.rollouts) == 1:
-            r = body.rollouts[0]
-            result: Sequence[Any] = [
-                await self.store.enqueue_rollout(
-                    r.input, mode=r.mode, resources_id=r.resources_id, config=r.config, metadata=r.metadata
-                )
-            ]
-        elif body.rollouts:
-            result = await self.store.enqueue_many_rollouts(body.rollouts)
-        else:
-            result = []
-        return json_response(result, 201)
-
-    async def dequeue_rollouts(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/queues/rollouts/dequeue``."""
-        body: m.DequeueBody = await self._body(request, m.DequeueBody, required=False)
-        if body.limit <= 0:
-            return json_response([])
-        if body.limit == 1:
-            item = await self.store.dequeue_rollout(worker_id=body.worker_id)
-            return json_response([item] if item is not None else [])
-        return json_response(
-            await self.store.dequeue_many_rollouts(limit=body.limit, worker_id=body.worker_id)
-        )
-
-    # ------------------------------------------------------------------------------ rollouts
-
-    async def start_rollout(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts``."""
-        b: m.StartRolloutBody = await self._body(request, m.StartRolloutBody, required=True)
-        result = await self.store.start_rollout(
-            b.input,
-            mode=b.mode,
-            resources_id=b.resources_id,
-            config=b.config,
-            metadata=b.metadata,
-            worker_id=b.worker_id,
-        )
-        return json_response(result, 201)
-
-    async def _query_rollouts(self, q: m.RolloutQuery) -> web.Response:
-        return json_response(await self.store._execute(q))
-
-    async def query_rollouts_get(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/rollouts``."""
-        return await self._query_rollouts(self._query(request, m.RolloutQuery))
-
-    async def query_rollouts(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/search``."""
-        return await self._query_rollouts(await self._body(request, m.RolloutQuery, required=False))
-
-    async def get_rollout(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/rollouts/{rollout_id}``."""
-        return json_response(await self.store.get_rollout_by_id(request.match_info["rollout_id"]))
-
-    async def update_rollout(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}``: only the fields in the body are changed."""
-        b: m.UpdateRolloutBody = await self._body(request, m.UpdateRolloutBody, required=False)
-        changes = {name: getattr(b, name) for name in b.model_fields_set}
-        update = RolloutUpdate(request.match_info["rollout_id"], **changes)
-        return json_response(await self.store._execute(update))
-
-    async def start_attempt(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}/attempts``."""
-        b: m.StartAttemptBody = await self._body(request, m.StartAttemptBody, required=False)
-        result = await self.store.start_attempt(request.match_info["rollout_id"], worker_id=b.worker_id)
-        return json_response(result, 201)
-
-    async def _query_attempts(self, request: web.Request, q: m.AttemptQuery) -> web.Response:
-        result = await self.store.query_attempts(
-            request.match_info["rollout_id"],
-            sort_by=q.sort_by,
-            sort_order=q.sort_order,
-            limit=q.limit,
-            offset=q.offset,
-        )
-        return json_response(result)
-
-    async def query_attempts_get(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/rollouts/{rollout_id}/attempts``."""
-        return await self._query_attempts(request, self._query(request, m.AttemptQuery))
-
-    async def query_attempts(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}/attempts/search``."""
-        return await self._query_attempts(request, await self._body(request, m.AttemptQuery, required=False))
-
-    async def latest_attempt(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/rollouts/{rollout_id}/attempts/latest``."""
-        return json_response(await self.store.get_latest_attempt(request.match_info["rollout_id"]))
-
-    async def update_attempt(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}``: only the fields in the body."""
-        b: m.UpdateAttemptBody = await self._body(request, m.UpdateAttemptBody, required=False)
-        changes = {name: getattr(b, name) for name in b.model_fields_set}
-        info = request.match_info
-        update = AttemptUpdate(info["rollout_id"], info["attempt_id"], **changes)
-        return json_response(await self.store._execute(update))
-
-    async def rollout_doctor(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/rollouts/{rollout_id}/doctor``: `agl_core.adapter.doctor.diagnose_rollout`."""
-        from agl_core.adapter.doctor import diagnose_rollout
-
-        q: m.DoctorQuery = self._query(request, m.DoctorQuery)
-        report = await diagnose_rollout(
-            self.store, request.match_info["rollout_id"], attempt=q.attempt, adapter=q.adapter
-        )
-        return json_response(report)
-
     async def wait_rollouts(self, request: web.Request) -> web.Response:
         """``POST /v1/agl/waits/rollouts``: one long poll, capped at ``max_wait_seconds``.
 
         A server that is shutting down answers at once with the rollouts finished so far.
         """
-        b: m.WaitBody = await self._body(request, m.WaitBody, required=True)
+        b: m.WaitBody = _parse_body(await self._raw(request), m.WaitBody, required=True)
         wait = self.max_wait_seconds if b.timeout is None else min(b.timeout, self.max_wait_seconds)
         if wait <= 0 or self.stopping.is_set():
             return json_response(await self.store.wait_for_rollouts(rollout_ids=b.rollout_ids, timeout=0))
@@ -313,112 +315,6 @@ class StoreApi:
         if not waiter.cancelled() and waiter.done():
             return json_response(waiter.result())
         return json_response(await self.store.wait_for_rollouts(rollout_ids=b.rollout_ids, timeout=0))
-
-    # ------------------------------------------------------------------------------ workers
-
-    async def _query_workers(self, q: m.WorkerQuery) -> web.Response:
-        return json_response(await self.store._execute(q))
-
-    async def query_workers_get(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/workers``."""
-        return await self._query_workers(self._query(request, m.WorkerQuery))
-
-    async def query_workers(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/workers/search``."""
-        return await self._query_workers(await self._body(request, m.WorkerQuery, required=False))
-
-    async def get_worker(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/workers/{worker_id}``."""
-        return json_response(await self.store.get_worker_by_id(request.match_info["worker_id"]))
-
-    async def update_worker(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/workers/{worker_id}``."""
-        b: m.UpdateWorkerBody = await self._body(request, m.UpdateWorkerBody, required=False)
-        changes = {name: getattr(b, name) for name in b.model_fields_set}
-        return json_response(await self.store.update_worker(request.match_info["worker_id"], **changes))
-
-    # ------------------------------------------------------------------------------ resources
-
-    async def query_resources(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/resources``."""
-        q: m.ResourcesQuery = self._query(request, m.ResourcesQuery)
-        result = await self.store.query_resources(
-            resources_id=q.resources_id,
-            resources_id_contains=q.resources_id_contains,
-            sort_by=q.sort_by,
-            sort_order=q.sort_order,
-            limit=q.limit,
-            offset=q.offset,
-        )
-        return json_response(result)
-
-    async def add_resources(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/resources``."""
-        resources = await self._body(request, NamedResources, required=True)
-        return json_response(await self.store.add_resources(resources), 201)
-
-    async def latest_resources(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/resources/latest``."""
-        return json_response(await self.store.get_latest_resources())
-
-    async def get_resources(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/resources/{resources_id}``."""
-        return json_response(await self.store.get_resources_by_id(request.match_info["resources_id"]))
-
-    async def update_resources(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/resources/{resources_id}``."""
-        resources = await self._body(request, NamedResources, required=True)
-        return json_response(await self.store.update_resources(request.match_info["resources_id"], resources))
-
-    # ------------------------------------------------------------------------------ spans
-
-    async def add_span(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans``."""
-        span = await self._body(request, Span, required=True)
-        return json_response(await self.store.add_span(span), 201)
-
-    async def add_spans(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans/batch``: answers the indices of the spans that were new."""
-        body: m.SpansBatchBody = await self._body(request, m.SpansBatchBody, required=True)
-        spans = body.spans
-        if not spans:
-            return web.Response(body=b'{"inserted":[]}', status=201, content_type=_JSON)
-        inserted = await self.store.add_many_spans(spans)
-        if len(inserted) == len(spans):
-            indices: list[int] = list(range(len(spans)))
-        else:
-            position: dict[tuple[str, str, str], int] = {}
-            for index, span in enumerate(spans):
-                position.setdefault((span.rollout_id, span.attempt_id, span.span_id), index)
-            indices = [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]
-        return json_response({"inserted": indices}, 201)
-
-    async def query_spans_get(self, request: web.Request) -> web.Response:
-        """``GET /v1/agl/spans``."""
-        return json_response(await self.store._execute(self._query(request, m.SpanQuery)))
-
-    async def query_spans(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans/search``."""
-        return json_response(await self.store._execute(await self._body(request, m.SpanQuery, required=True)))
-
-    async def next_sequence_id(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans/next``."""
-        b: m.NextSequenceIdBody = await self._body(request, m.NextSequenceIdBody, required=True)
-        return json_response(
-            {"sequence_id": await self.store.get_next_span_sequence_id(b.rollout_id, b.attempt_id)}
-        )
-
-    async def sequence_ids(self, request: web.Request) -> web.Response:
-        """``POST /v1/agl/spans/sequence-ids``."""
-        b: m.SequenceIdsBody = await self._body(request, m.SequenceIdsBody, required=True)
-        ids = (
-            await self.store.get_many_span_sequence_ids(b.rollout_attempt_ids)
-            if b.rollout_attempt_ids
-            else []
-        )
-        return json_response({"sequence_ids": list(ids)})
-
-    # ------------------------------------------------------------------------------ OTLP
 
     async def otlp_traces(self, request: web.Request) -> web.Response:
         """``POST /v1/traces``: OTLP/HTTP export (see `agl_core.store.http.otlp`)."""

@@ -1,10 +1,10 @@
 """`LightningStoreServer`: serve any `LightningStore` over HTTP (aiohttp) for runners elsewhere.
 
 Each route of `agl_core.store.http.routes.ROUTES` is a plain aiohttp handler wrapped once with the
-request guard (`guard.RequestGuard`), the token check, idempotent replay for mutating routes and error
-mapping -- no middleware chain, so the per-request overhead stays small. Unknown paths get a JSON 404,
-known paths with a wrong method a JSON 405 (with ``Allow``), and CORS preflights are answered when CORS
-is on.
+request guard (`agl_core.utils.http_guard.RequestGuard`), the token check, idempotent replay for
+mutating routes and error mapping -- no middleware chain, so the per-request overhead stays small.
+Unknown paths get a JSON 404, known paths with a wrong method a JSON 405 (with ``Allow``), and CORS
+preflights are answered when CORS is on.
 
 Differences from Agent Lightning 0.3 (quirk 1 in docs/migrating-from-agent-lightning.md): store errors are
 4xx with a typed JSON
@@ -27,16 +27,16 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from aiohttp import web
 
+from agl_core._moved03 import store_server_03_arguments
 from agl_core.dashboard import add_dashboard_routes
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
-from agl_core.store.http._legacy_options import legacy_server_options
 from agl_core.store.http.connections import ACCEPT_BURST, CONNECTIONS, ConnectionTracker
 from agl_core.store.http.errors import error_payload, status_for_exception
-from agl_core.store.http.guard import ErrorLogLimiter, RequestGuard
 from agl_core.store.http.handlers import StoreApi, json_response
 from agl_core.store.http.idempotency import CachedResponse, IdempotencyCache
-from agl_core.store.http.routes import ROUTES, Route
+from agl_core.store.http.routes import OTLP_TRACES_PATH, ROUTES, Route
+from agl_core.utils.http_guard import HostRule, LogLimiter, Refusal, RequestGuard, log_limited
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_SECONDS",
@@ -62,6 +62,10 @@ DEFAULT_MAX_WAIT_SECONDS = 30.0
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _IDEMPOTENCY_HEADER = "Idempotency-Key"
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_JSON_TYPES = frozenset({"application/json"})
+_OTLP_TYPES = frozenset({"application/json", "application/x-protobuf", "application/protobuf"})
 _MAX_KEY_LENGTH = 200
 
 
@@ -88,7 +92,7 @@ class LightningStoreServer(DelegatingLightningStore):
         idempotency_entries: How many answers of mutating requests are kept for retried requests.
         shutdown_timeout: Seconds `stop()` waits for in-flight requests before cancelling them.
         allowed_hosts: Host header names accepted besides the loopback ones when bound to loopback
-            (DNS-rebinding guard, see `guard.RequestGuard`); ``"*"`` accepts any.
+            (DNS-rebinding guard, see `agl_core.utils.http_guard.HostRule`); ``"*"`` accepts any.
         header_timeout: Seconds a connection gets to send a complete request head (the first and each
             later one on a kept-alive connection) before it is closed.
         body_timeout: Seconds a request gets to send its whole body once its head arrived; then 408
@@ -96,7 +100,7 @@ class LightningStoreServer(DelegatingLightningStore):
         max_connections: Most open connections; beyond it the connection that waited longest for its
             request is closed (one log line a minute says so). None: the open-file limit less 64.
         cors_allow_origins, launch_mode, launcher_args, n_workers, tracker: Agent Lightning 0.3's
-            arguments, read by `agl_core.store.http._legacy_options.legacy_server_options`.
+            arguments, see `agl_core._moved03.STORE_SERVER_03`.
     """
 
     def __init__(
@@ -122,7 +126,7 @@ class LightningStoreServer(DelegatingLightningStore):
         tracker: object = None,
     ) -> None:
         super().__init__()
-        port, cors_origins = legacy_server_options(
+        port, cors_origins = store_server_03_arguments(
             port, cors_origins, cors_allow_origins, launch_mode, launcher_args, n_workers, tracker
         )
         if max_body_bytes <= 0:
@@ -147,7 +151,9 @@ class LightningStoreServer(DelegatingLightningStore):
         self.api = StoreApi(counted, max_body_bytes=max_body_bytes, max_wait_seconds=max_wait_seconds)
         self._idempotency = IdempotencyCache(max_entries=idempotency_entries)
         self._patterns = [(_path_regex(route.path), route.method) for route in ROUTES]
-        self._guard = RequestGuard(host, self._origin_allowed, allowed_hosts)
+        extra = {h.strip().lower() for h in allowed_hosts or () if h.strip()}
+        hosts = HostRule(_LOOPBACK_HOSTS | extra | {host.lower()}, any_host=host not in _LOOPBACK_HOSTS)
+        self._guard = RequestGuard(hosts, self._origin_allowed, host_status=421, same_origin_ok=True)
         self.connections = ConnectionTracker(
             header_timeout=header_timeout,
             body_timeout=body_timeout,
@@ -155,7 +161,7 @@ class LightningStoreServer(DelegatingLightningStore):
             logger=logger,
         )
         """The connection bounds: slow heads and bodies, the connection cap (counts ``closed_*``)."""
-        self._error_log = ErrorLogLimiter(logger)
+        self._error_log = LogLimiter(burst=1)
         self._runner: web.AppRunner | None = None
         self._stopped = asyncio.Event()
         self.app = self._build_app()
@@ -188,11 +194,12 @@ class LightningStoreServer(DelegatingLightningStore):
         # No middlewares (see the module docstring): the dashboard and the fallback get the guard too.
         app = web.Application(client_max_size=self.max_body_bytes)
         app[CONNECTIONS] = self.connections
-        guarded = self._guard.guarded
+        guarded = self._guarded
         for route in ROUTES:
-            app.router.add_route(route.method, route.path, self._wrap(route, getattr(self.api, route.name)))
+            handler = self._wrap(route, self.api.handler(route))
+            app.router.add_route(route.method, route.path, handler)
             if route.method == "GET" and route.path.endswith("/health"):
-                app.router.add_route("HEAD", route.path, self._wrap(route, getattr(self.api, route.name)))
+                app.router.add_route("HEAD", route.path, handler)
         metrics_route = Route(name="metrics", method="GET", path="/metrics", summary="Prometheus metrics.")
         app.router.add_get("/metrics", self._wrap(metrics_route, self.metrics.handle))
         add_dashboard_routes(app.router, guarded)  # the read-only dashboard at / and the API docs at /docs
@@ -209,7 +216,7 @@ class LightningStoreServer(DelegatingLightningStore):
         cache = self._idempotency
         observe = self.metrics.observer(route.name)
         clock = time.perf_counter
-        screen = self._guard.screen
+        screen = self._screen
 
         async def endpoint(request: web.Request) -> web.StreamResponse:
             refusal = screen(request)  # the request guard (see `_build_app`)
@@ -236,6 +243,26 @@ class LightningStoreServer(DelegatingLightningStore):
 
         endpoint.__name__ = route.name
         return endpoint
+
+    def _screen(self, request: web.Request) -> web.Response | None:
+        """The refusal of the request guard in the store's error shape, or None when `request` may go on."""
+        method = request.method
+        health = method == "OPTIONS" or (method in ("GET", "HEAD") and request.path.endswith("/health"))
+        refusal = self._guard.check(request, any_origin=health) or RequestGuard.check_encoding(request)
+        if refusal is None and method in _MUTATING:
+            allowed = _OTLP_TYPES if request.path.endswith(OTLP_TRACES_PATH) else _JSON_TYPES
+            refusal = RequestGuard.check_content_type(request, allowed, only_with_body=True)
+        return None if refusal is None else _refusal_response(refusal, request)
+
+    def _guarded(self, handler: Handler) -> Handler:
+        """`handler` behind the request guard (the dashboard's routes and the fallback)."""
+        screen = self._screen
+
+        async def guarded_handler(request: web.Request) -> web.StreamResponse:
+            refusal = screen(request)
+            return refusal if refusal is not None else await handler(request)
+
+        return guarded_handler
 
     async def _replay_or_run(
         self, cache: IdempotencyCache, key: tuple[str, str], request: web.Request, handler: Handler
@@ -291,7 +318,16 @@ class LightningStoreServer(DelegatingLightningStore):
                 if request.match_info.route.resource
                 else request.path,
             )
-            self._error_log.error(key, "%s %s failed", request.method, request.path, exc_info=exc)
+            log_limited(
+                logger,
+                logging.ERROR,
+                key,
+                "%s %s failed",
+                request.method,
+                request.path,
+                exc_info=exc,
+                limiter=self._error_log,
+            )
         if getattr(exc, "close_connection", False):
             response = json_response(payload, status)
             response.force_close()  # answer with Connection: close, so the next request opens a new one
@@ -418,6 +454,29 @@ class LightningStoreServer(DelegatingLightningStore):
             await self._stopped.wait()
         finally:
             await self.stop()
+
+
+def _refusal_response(refusal: Refusal, request: web.Request) -> web.Response:
+    value = refusal.value
+    if refusal.rule == "host":
+        kind = "MisdirectedRequest"
+        message = (
+            f"Host {value!r} is not this server's address; start `agl store serve` with --allowed-host "
+            f"{value} to accept it."
+        )
+    elif refusal.rule == "origin":
+        kind = "ForbiddenOrigin"
+        message = f"Requests from the web origin {value!r} are refused; allow it with --cors-origin {value}."
+    elif refusal.rule == "content_encoding":
+        kind = "UnsupportedMediaTypeError"
+        message = f"Content-Encoding {value!r} is not supported; send the body uncompressed or with gzip."
+    else:
+        kind = "UnsupportedMediaTypeError"
+        message = (
+            f"{request.method} {request.path} needs Content-Type: {' or '.join(refusal.allowed)}, "
+            f"got {value or 'none'!r}."
+        )
+    return json_response({"error": {"type": kind, "message": message, "details": {}}}, refusal.status)
 
 
 def _replay(cached: CachedResponse) -> web.Response:

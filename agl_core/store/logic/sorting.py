@@ -118,11 +118,14 @@ def sort_items(items: Iterable[T], sort_by: str | None, sort_order: str, model_t
 
 
 def validate_pagination(limit: object, offset: object) -> None:
-    """Raise `InvalidRequestError` unless ``limit`` is > 0 or -1 (no limit) and ``offset`` >= 0."""
+    """Raise `InvalidRequestError` unless ``limit`` is >= 0 or -1 (no limit) and ``offset`` >= 0.
+
+    ``limit=0`` is an empty page that still counts ``total`` (as Agent Lightning 0.3 answered).
+    """
     if limit.__class__ is not int:
-        raise InvalidRequestError(f"limit must be an integer (> 0, or -1 for no limit), got {limit!r}.")
-    if limit == 0 or limit < -1:
-        raise InvalidRequestError(f"limit must be > 0 or -1 for no limit, got {limit}.")
+        raise InvalidRequestError(f"limit must be an integer (>= 0, or -1 for no limit), got {limit!r}.")
+    if limit < -1:
+        raise InvalidRequestError(f"limit must be >= 0 or -1 for no limit, got {limit}.")
     if offset.__class__ is not int or offset < 0:
         raise InvalidRequestError(f"offset must be an integer >= 0, got {offset!r}.")
     check_int_bound("limit", limit)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store.errors import (
-    InvalidRequestError,
+    InvalidArgumentTypeError,
 )
 from agl_core.store.logic.checks import check_json_value
 from agl_core.types import Worker
@@ -84,7 +84,7 @@ def worker_updates_for_heartbeat(now: float, heartbeat_stats: object) -> dict[st
     if heartbeat_stats is UNSET:
         return updates
     if not isinstance(heartbeat_stats, Mapping):
-        raise InvalidRequestError(
+        raise InvalidArgumentTypeError(
             f"heartbeat_stats must be a dict, got {type(heartbeat_stats).__name__}; "
             "omit it to keep the old stats."
         )

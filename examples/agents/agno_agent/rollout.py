@@ -15,3 +15,17 @@ def agno_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on Agno's own tracing (``openinference-instrumentation-agno``)."""
+    from openinference.instrumentation.agno import AgnoInstrumentor
+
+    AgnoInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.agno import AgnoInstrumentor
+
+    AgnoInstrumentor().uninstrument()

@@ -15,3 +15,17 @@ def crewai_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on CrewAI's own tracing (``openinference-instrumentation-crewai``)."""
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+
+    CrewAIInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.crewai import CrewAIInstrumentor
+
+    CrewAIInstrumentor().uninstrument()

@@ -15,3 +15,17 @@ def dspy_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on DSPy's own tracing (``openinference-instrumentation-dspy``)."""
+    from openinference.instrumentation.dspy import DSPyInstrumentor
+
+    DSPyInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.dspy import DSPyInstrumentor
+
+    DSPyInstrumentor().uninstrument()

@@ -15,3 +15,17 @@ def smolagents_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on smolagents' own tracing (``openinference-instrumentation-smolagents``)."""
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+
+    SmolagentsInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.smolagents import SmolagentsInstrumentor
+
+    SmolagentsInstrumentor().uninstrument()

@@ -8,12 +8,11 @@ go away with the folder), may run its ``Bash`` tool, gets the ``prompt`` resourc
 system prompt, and prints a JSON result whose ``result`` a reward hook scores.
 
 The CLI is installed from ``examples/programs/clis`` (pinned versions) into ``.agl/npm`` by
-``agl_core.testing.agent_clis.install_agent_clis``; ``python train.py`` does that first.
+``npm_clis()`` of ``driver.py``; ``python train.py`` does that first.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -21,15 +20,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from driver import print_report, train  # noqa: E402
+from driver import main, npm_clis  # noqa: E402
 from tasks import reward  # noqa: E402
 
 import agl_core as agl  # noqa: E402
 from agl_core.program import ProgramOutcome  # noqa: E402
-from agl_core.testing.agent_clis import claude_command, install_agent_clis  # noqa: E402
-
-NPM_PREFIX = HERE.parents[2] / ".agl" / "npm"
-CLIS = HERE.parent / "clis"
+from agl_core.testing.agent_clis import claude_command  # noqa: E402
 
 
 def score(outcome: ProgramOutcome) -> float:
@@ -39,7 +35,7 @@ def score(outcome: ProgramOutcome) -> float:
     return reward(str(result), str(outcome.rollout.input["expected"]))
 
 
-def claude_agent(prefix: Path = NPM_PREFIX) -> agl.ProgramAgent:
+def claude_agent(prefix: Path) -> agl.ProgramAgent:
     """Claude Code once per rollout: headless, JSON output, its Bash tool allowed."""
     return agl.ProgramAgent(
         [
@@ -54,17 +50,5 @@ def claude_agent(prefix: Path = NPM_PREFIX) -> agl.ProgramAgent:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
-    )
-    parser.add_argument("--model", default="*", help="The model name(s) the proxy serves from --model-url.")
-    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
-    args = parser.parse_args()
-    install_agent_clis(CLIS, NPM_PREFIX)
-    print_report(train(claude_agent(), model_url=args.model_url, model=args.model, strategy=args.strategy))
-
-
 if __name__ == "__main__":
-    main()
+    main(lambda: claude_agent(npm_clis()), model="*", doc=__doc__)

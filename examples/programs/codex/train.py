@@ -10,27 +10,24 @@ the ``prompt`` resource as ``developer_instructions``, and prints its last messa
 scores.
 
 The CLI is installed from ``examples/programs/clis`` (pinned versions) into ``.agl/npm`` by
-``agl_core.testing.agent_clis.install_agent_clis``; ``python train.py`` does that first.
+``npm_clis()`` of ``driver.py``; ``python train.py`` does that first.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from driver import print_report, train  # noqa: E402
+from driver import main, npm_clis  # noqa: E402
 from tasks import reward  # noqa: E402
 
 import agl_core as agl  # noqa: E402
 from agl_core.program import ProgramOutcome  # noqa: E402
-from agl_core.testing.agent_clis import codex_command, install_agent_clis  # noqa: E402
+from agl_core.testing.agent_clis import codex_command  # noqa: E402
 
-NPM_PREFIX = HERE.parents[2] / ".agl" / "npm"
-CLIS = HERE.parent / "clis"
 PROVIDER = (
     'model_provider="agl"',
     'model_providers.agl.name="agl LLM proxy"',
@@ -46,7 +43,7 @@ def score(outcome: ProgramOutcome) -> float:
     return reward(outcome.exit.stdout_tail, str(outcome.rollout.input["expected"]))
 
 
-def codex_agent(prefix: Path = NPM_PREFIX) -> agl.ProgramAgent:
+def codex_agent(prefix: Path) -> agl.ProgramAgent:
     """``codex exec`` once per rollout, with the agl provider and the prompt resource as instructions."""
     overrides = [item for setting in PROVIDER for item in ("-c", setting)]
     return agl.ProgramAgent(
@@ -58,17 +55,5 @@ def codex_agent(prefix: Path = NPM_PREFIX) -> agl.ProgramAgent:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
-    )
-    parser.add_argument("--model", default="*", help="The model name(s) the proxy serves from --model-url.")
-    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
-    args = parser.parse_args()
-    install_agent_clis(CLIS, NPM_PREFIX)
-    print_report(train(codex_agent(), model_url=args.model_url, model=args.model, strategy=args.strategy))
-
-
 if __name__ == "__main__":
-    main()
+    main(lambda: codex_agent(npm_clis()), model="*", doc=__doc__)

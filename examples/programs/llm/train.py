@@ -9,7 +9,6 @@ then gets llm's model name (``gpt-4o-mini``) unless the proxy maps it.
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from driver import print_report, train  # noqa: E402
+from driver import main  # noqa: E402
 from tasks import reward  # noqa: E402
 
 import agl_core as agl  # noqa: E402
@@ -59,15 +58,5 @@ def llm_agent() -> agl.ProgramAgent:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
-    )
-    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
-    args = parser.parse_args()
-    print_report(train(llm_agent(), model_url=args.model_url, model=MODEL, strategy=args.strategy))
-
-
 if __name__ == "__main__":
-    main()
+    main(llm_agent, model=MODEL, doc=__doc__)

@@ -51,10 +51,16 @@ def check(report: Any) -> None:
 @pytest.fixture(scope="module")
 def npm_clis() -> Path:
     """Claude Code and the Codex CLI, pinned in examples/programs/clis, installed into .agl/npm once."""
-    from agl_core.testing.agent_clis import NpmMissingError, install_agent_clis
+    from driver import npm_clis
 
+    from agl_core.testing.agent_clis import NpmMissingError
+
+    require(
+        importlib.util.find_spec("agl_proxy_translate") is not None,
+        "the agl-proxy-translate plugin is not installed (make test-programs installs it)",
+    )
     try:
-        return install_agent_clis(HERE / "clis", HERE.parents[1] / ".agl" / "npm")
+        return npm_clis()
     except NpmMissingError as exc:
         require(False, f"the npm CLIs cannot be installed: {exc}")
         raise

@@ -6,7 +6,6 @@ local port); ``--model-url http://host:8000/v1 --model NAME`` uses a real OpenAI
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from driver import print_report, train  # noqa: E402
+from driver import main  # noqa: E402
 
 import agl_core as agl  # noqa: E402
 
@@ -38,17 +37,5 @@ def typescript_agent() -> agl.ProgramAgent:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--model-url", default=None, help="An OpenAI-compatible server (default: the fake model)."
-    )
-    parser.add_argument("--model", default="policy")
-    parser.add_argument("--strategy", default="shm", choices=["shm", "cs"])
-    args = parser.parse_args()
-    report = train(typescript_agent(), model_url=args.model_url, model=args.model, strategy=args.strategy)
-    print_report(report)
-
-
 if __name__ == "__main__":
-    main()
+    main(typescript_agent, doc=__doc__)

@@ -1,10 +1,12 @@
-"""`LightningStore03`: a base for Agent Lightning 0.3-style stores that implement only some methods.
+"""`LightningStore03`: a base for Agent Lightning 0.3-style stores that override public methods.
 
 0.3's `LightningStore` raised `NotImplementedError` from every method a subclass did not override, so a store
-overriding a few of them could be built and used for those. agl's `LightningStore` has abstract methods (a
-backend must write them all), so such a class cannot be instantiated. Derive it from `LightningStore03`
-instead: each method it leaves out raises `NotImplementedError` naming the method, as in 0.3, and agl's
-own machinery (the HTTP server, the runners, ``_execute``) calls the public methods it does override.
+overriding a few of them could be built and used for those. agl's `LightningStore` differs twice: a backend
+must write every abstract method, and its public methods are final (each checks its arguments once and calls
+one narrow backend method, see `agl_core.store.base.BACKEND_METHODS`). Derive such a class from
+`LightningStore03` instead: the backend method of a public method it overrides calls that override, so agl's
+own machinery (the HTTP server, delegating stores, the runners) reaches it, and every other one raises
+`NotImplementedError` naming the method, as in 0.3.
 """
 
 from __future__ import annotations
@@ -16,15 +18,132 @@ from agl_core.store.base import LightningStore
 
 __all__ = ["LightningStore03"]
 
+Call = Callable[[Any, Any], Any]
 
-def _not_implemented(name: str) -> Callable[..., Any]:
+
+async def _enqueue_one_by_one(store: Any, request: Any) -> Any:
+    return [
+        await store.enqueue_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+        for r in request.rollouts
+    ]
+
+
+async def _dequeue_one_by_one(store: Any, request: Any) -> Any:
+    claimed: list[Any] = []
+    while len(claimed) < request.limit:
+        item = await store.dequeue_rollout(worker_id=request.worker_id)
+        if item is None:
+            break
+        claimed.append(item)
+    if claimed and request.worker_id is not None and len(claimed) < request.limit:
+        # the empty dequeue that ended the loop marked the worker idle; it is busy with the last claim
+        last = claimed[-1]
+        await store.update_attempt(last.rollout_id, last.attempt.attempt_id, worker_id=request.worker_id)
+    return claimed
+
+
+async def _add_one_by_one(store: Any, request: Any) -> Any:
+    return [stored for span in request.spans if (stored := await store.add_span(span)) is not None]
+
+
+async def _issue_one_by_one(store: Any, request: Any) -> Any:
+    return [await store.get_next_span_sequence_id(r, a) for r, a in request.pairs]
+
+
+def _by_keywords(public: str) -> tuple[str, Call]:
+    return public, lambda store, query: getattr(store, public)(**query.keywords())
+
+
+_ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
+    "_query_rollouts": ("query_rollouts", [_by_keywords("query_rollouts")]),
+    "_query_spans": ("query_spans", [_by_keywords("query_spans")]),
+    "_query_workers": ("query_workers", [_by_keywords("query_workers")]),
+    "_query_attempts": ("query_attempts", [_by_keywords("query_attempts")]),
+    "_apply_rollout_update": (
+        "update_rollout",
+        [("update_rollout", lambda store, u: store.update_rollout(u.rollout_id, **u.changes()))],
+    ),
+    "_apply_attempt_update": (
+        "update_attempt",
+        [
+            (
+                "update_attempt",
+                lambda store, u: store.update_attempt(u.rollout_id, u.attempt_id, **u.changes()),
+            )
+        ],
+    ),
+    "_start_rollout": (
+        "start_rollout",
+        [
+            (
+                "start_rollout",
+                lambda store, req: store.start_rollout(
+                    req.rollout.input,
+                    req.rollout.mode,
+                    req.rollout.resources_id,
+                    req.rollout.config,
+                    req.rollout.metadata,
+                    req.worker_id,
+                ),
+            )
+        ],
+    ),
+    "_enqueue_rollouts": (
+        "enqueue_rollout",
+        [
+            ("enqueue_many_rollouts", lambda store, req: store.enqueue_many_rollouts(req.rollouts)),
+            ("enqueue_rollout", _enqueue_one_by_one),
+        ],
+    ),
+    "_dequeue_rollouts": (
+        "dequeue_rollout",
+        [
+            (
+                "dequeue_many_rollouts",
+                lambda store, req: store.dequeue_many_rollouts(limit=req.limit, worker_id=req.worker_id),
+            ),
+            ("dequeue_rollout", _dequeue_one_by_one),
+        ],
+    ),
+    "_insert_spans": (
+        "add_span",
+        [
+            ("add_many_spans", lambda store, req: store.add_many_spans(req.spans)),
+            ("add_span", _add_one_by_one),
+        ],
+    ),
+    "_issue_sequence_ids": (
+        "get_next_span_sequence_id",
+        [
+            ("get_many_span_sequence_ids", lambda store, req: store.get_many_span_sequence_ids(req.pairs)),
+            ("get_next_span_sequence_id", _issue_one_by_one),
+        ],
+    ),
+    "_start_attempt": (
+        "start_attempt",
+        [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],
+    ),
+}
+"""Backend method -> (the public method its `NotImplementedError` names, [(public, how to call it)])."""
+
+
+def _not_implemented(name: str, doc_of: str) -> Callable[..., Any]:
     async def method(self: LightningStore, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement {name}() (a 0.3-style store).")
 
-    method.__name__ = method.__qualname__ = name
+    method.__name__ = method.__qualname__ = doc_of
     method.__doc__ = getattr(
-        LightningStore, name
-    ).__doc__  # not functools.wraps: that copies the abstract flag
+        LightningStore, doc_of
+    ).__doc__  # not functools.wraps: it copies the abstract flag
+    method.__agl_03_stub__ = True  # type: ignore[attr-defined]
+    return method
+
+
+def _through(call: Call, name: str) -> Callable[..., Any]:
+    async def method(self: LightningStore, request: Any, where: Any = None) -> Any:
+        return await call(self, request)
+
+    method.__name__ = method.__qualname__ = name
     return method
 
 
@@ -32,15 +151,25 @@ class LightningStore03(LightningStore):
     """`LightningStore` as 0.3 defined it: methods a subclass leaves out raise `NotImplementedError`."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        # the core answers a backend method through the public one the subclass overrides; every method
-        # still abstract after that is one the subclass does not provide
         super().__init_subclass__(**kwargs)
-        for name in LightningStore.__abstractmethods__:
-            if getattr(getattr(cls, name), "__isabstractmethod__", False):
-                setattr(cls, name, _not_implemented(name))
+        for backend, (_, publics) in _ADAPTERS.items():
+            overridden = [
+                (p, call) for p, call in publics if getattr(cls, p) is not getattr(LightningStore03, p)
+            ]
+            implemented = not getattr(getattr(cls, backend), "__agl_03_stub__", False)
+            if overridden and not implemented:
+                setattr(cls, backend, _through(overridden[0][1], backend))
+            if overridden or implemented:  # the others of the group reach the backend method
+                for public, _ in publics:
+                    if getattr(cls, public) is getattr(LightningStore03, public):
+                        setattr(cls, public, getattr(LightningStore, public))
 
 
 for _name in LightningStore.__abstractmethods__:
-    setattr(LightningStore03, _name, _not_implemented(_name))
+    _public = _ADAPTERS[_name][0] if _name in _ADAPTERS else _name
+    setattr(LightningStore03, _name, _not_implemented(_public, _name))
+for _group in _ADAPTERS.values():
+    for _public, _call in _group[1]:  # as in 0.3: a method not overridden raises before any check
+        setattr(LightningStore03, _public, _not_implemented(_public, _public))
 LightningStore03.__abstractmethods__ = frozenset()
-del _name
+del _name, _public, _group, _call

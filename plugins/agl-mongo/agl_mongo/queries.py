@@ -99,7 +99,7 @@ async def fetch_page(
     cursor = collection.find(query, projection).sort(order).skip(offset)
     if limit != -1:
         cursor = cursor.limit(limit)
-    page = await cursor.to_list()
+    page = [] if limit == 0 else await cursor.to_list()  # Mongo's limit(0) means no limit
     if (limit == -1 or len(page) < limit) and (page or offset == 0):
         total = offset + len(page)  # the page reaches the last match
     else:

@@ -111,6 +111,28 @@ def test_click_rollout_attempt_span_llm_call(watched: PageWatch, screenshot_dir:
     assert_clean(watched)
 
 
+def test_each_model_call_is_one_llm_row_with_its_other_records_folded_under_it(
+    watched: PageWatch, served: Served
+) -> None:
+    """Proxy and tracer both on (as `make demo`): 2 model calls, 4 records; the tree shows 2 LLM rows."""
+    page = watched.page
+    page.goto(f"/#/rollout/{served.ids['twice']}")
+    expect(page.locator("#span-count")).to_contain_text("2 LLM call(s) in 4 record(s)")
+    expect(page.locator("#doctor")).to_contain_text("2 LLM calls")
+    tree = page.locator("#span-tree")
+    expect(tree.locator(".tag.llm")).to_have_count(2)
+    expect(tree.locator(".tag.llm-copy")).to_have_count(2)
+    rows = tree.locator(".tree-row").evaluate_all(
+        "els => els.map(e => [e.dataset.span, parseFloat(e.style.paddingLeft),"
+        " e.querySelector('.tag.llm') ? 'read' : e.querySelector('.tag.llm-copy') ? 'copy' : ''])"
+    )
+    for index, (_, indent, kind) in enumerate(rows):
+        if kind == "copy":  # right under the record read for its call, one level deeper
+            _, read_indent, read_kind = rows[index - 1]
+            assert read_kind == "read" and indent > read_indent, rows
+    assert_clean(watched)
+
+
 def test_live_updates_show_new_and_changed_rollouts(watched: PageWatch, served: Served) -> None:
     from agl_core.store.http.client import LightningStoreClient
 

@@ -35,9 +35,9 @@ class FaultyStore(InMemoryLightningStore):
         self.calls["statistics"] = self.calls.get("statistics", 0) + 1
         raise RuntimeError("disk on fire")
 
-    async def update_rollout(self, rollout_id: str, *args: Any, **kwargs: Any) -> Any:
+    async def _apply_rollout_update(self, update: Any) -> Any:
         self.calls["update_rollout"] = self.calls.get("update_rollout", 0) + 1
-        return await super().update_rollout(rollout_id, *args, **kwargs)
+        return await super()._apply_rollout_update(update)
 
 
 def test_open_store_opens_http_uris(server: BackgroundServer) -> None:

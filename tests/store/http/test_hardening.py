@@ -82,16 +82,17 @@ def test_bearer_scheme_is_case_insensitive(token_server: BackgroundServer, schem
 
 
 def test_repeated_server_errors_log_one_traceback(caplog: pytest.LogCaptureFixture) -> None:
-    from agl_core.store.http.guard import ErrorLogLimiter
+    from agl_core.utils.http_guard import LogLimiter, log_limited
 
     logger = logging.getLogger("agl.test.flood")
-    limiter = ErrorLogLimiter(logger, window=3600)
+    limiter = LogLimiter(interval=3600, burst=1)  # what the store server uses, with a longer window
+    key = ("OverflowError", "/v1/agl/rollouts")
     with caplog.at_level(logging.ERROR, logger="agl.test.flood"):
         for _ in range(1000):
-            limiter.error(
-                ("OverflowError", "/v1/agl/rollouts"), "GET %s failed", "/x", exc_info=OverflowError()
+            log_limited(
+                logger, logging.ERROR, key, "GET %s failed", "/x", exc_info=OverflowError(), limiter=limiter
             )
-    assert len(caplog.records) == 1
+    assert len([r for r in caplog.records if r.name == "agl.test.flood"]) == 1
 
 
 class _CrashingRelay:
@@ -238,15 +239,16 @@ def test_unsupported_content_encoding_gets_json_415(server: BackgroundServer, en
     assert encoding in body["error"]["message"]
 
 
-def test_the_guard_short_path_refuses_what_the_full_rules_refuse() -> None:
+def test_the_store_guard_rules() -> None:
     from aiohttp.test_utils import make_mocked_request
 
-    from agl_core.store.http.guard import RequestGuard
+    from agl_core.store import InMemoryLightningStore
+    from agl_core.store.http.server import LightningStoreServer
 
-    guard = RequestGuard("127.0.0.1", lambda origin: False)
+    server = LightningStoreServer(InMemoryLightningStore(), "127.0.0.1", 0)
 
     def status(method: str, headers: dict[str, str], path: str = "/v1/agl/spans/search") -> int | None:
-        refusal = guard.check(make_mocked_request(method, path, headers=headers))
+        refusal = server._screen(make_mocked_request(method, path, headers=headers))
         return None if refusal is None else refusal.status
 
     json_post = {"Host": "127.0.0.1:4747", "Content-Type": "application/json"}
@@ -259,9 +261,13 @@ def test_the_guard_short_path_refuses_what_the_full_rules_refuse() -> None:
         assert status("POST", {**json_post, "Content-Type": "text/plain"}) is None  # no body either
         assert status("POST", {**json_post, "Content-Encoding": "br"}) == 415
         assert status("POST", {**json_post, "Origin": "http://evil.example"}) == 403
+        assert status("POST", {**json_post, "Origin": "http://127.0.0.1:4747"}) is None  # its own pages
+        assert status("GET", {"Host": "127.0.0.1", "Origin": "http://evil.example"}, "/health") is None
         assert status("POST", {**json_post, "Host": "evil.example:4747"}) == 421
+        assert status("POST", {**json_post, "Host": "10.1.2.3:4747"}) == 421  # no IP literals on loopback
         assert status("POST", {**json_post, "Content-Type": "Application/JSON; charset=utf-8"}) is None
-    for port in range(200):  # the remembered Host values are bounded
+        assert status("POST", {**json_post, "Content-Type": "application/x-protobuf"}, "/v1/traces") is None
+    for port in range(300):  # the remembered Host values are bounded
         assert status("GET", {"Host": f"localhost:{port}"}) is None
-    assert len(guard._accepted_host_headers) <= 64
+    assert len(server._guard.hosts._seen) <= 256
     assert status("GET", {"Host": "evil.example"}) == 421

@@ -8,10 +8,22 @@ const ROW_HEIGHT = 24;
 const SPAN_PAGE = 500;
 const FINAL = new Set(["succeeded", "failed", "cancelled", "timeout", "unresponsive"]);
 
-function isLlmSpan(span) {
+/** Before agl doctor has answered: does the span look like an LLM-call record? */
+function looksLikeLlmSpan(span) {
   const a = span.attributes || {};
   return "gen_ai.input.messages" in a || "prompt_token_ids" in a || "gen_ai.prompt.0.role" in a ||
     "gen_ai.output.messages" in a;
+}
+
+/** The LLM tags of a span: one "LLM" per model call (on the record agl reads), "same call" on its other
+ * records (a framework's own span, the tracer's beside the proxy's), from agl doctor's llm_records. */
+function llmTags(span, records) {
+  if (!records) return looksLikeLlmSpan(span) ? [h("span", { class: "tag llm" }, "LLM")] : [];
+  if (!Object.hasOwn(records, span.span_id)) return [];
+  const read = records[span.span_id];
+  if (read === span.span_id) return [h("span", { class: "tag llm" }, "LLM")];
+  return [h("span", { class: "tag llm-copy", title: `another record of the LLM call read from span ${read}` },
+    "same call")];
 }
 
 function kvTable(entries) {
@@ -84,6 +96,8 @@ function virtualTree(onSelect) {
   let rows = [];
   let range = [0, 1];
   let selected = null;
+  let spans = [];
+  let records = null;
   function draw() {
     const first = Math.max(0, Math.floor(box.scrollTop / ROW_HEIGHT) - 10);
     const last = Math.min(rows.length, first + Math.ceil((box.clientHeight || 480) / ROW_HEIGHT) + 20);
@@ -95,8 +109,7 @@ function virtualTree(onSelect) {
       const { span, depth } = rows[i];
       const start = span.start_time ?? t0;
       const end = span.end_time ?? start;
-      const tags = [];
-      if (isLlmSpan(span)) tags.push(h("span", { class: "tag llm" }, "LLM"));
+      const tags = llmTags(span, records);
       if (spanRewards(span).length) tags.push(h("span", { class: "tag reward" }, "reward"));
       if (span.status && span.status.status_code === "ERROR") tags.push(h("span", { class: "tag exc" }, "error"));
       const row = h("div", {
@@ -120,8 +133,11 @@ function virtualTree(onSelect) {
   box.addEventListener("scroll", () => requestAnimationFrame(draw));
   return {
     element: box,
-    set(spans) {
-      rows = spanTree(spans);
+    /** Show `list`; `llmRecords` (agl doctor's llm_records, or null) folds each call's records. */
+    set(list, llmRecords = records) {
+      spans = list;
+      records = llmRecords;
+      rows = spanTree(spans, records || {});
       box.style.height = `${Math.min(480, Math.max(rows.length, 1) * ROW_HEIGHT + 4)}px`;
       const starts = spans.map((s) => s.start_time).filter((t) => t);
       const ends = spans.map((s) => s.end_time ?? s.start_time).filter((t) => t);
@@ -185,6 +201,7 @@ export async function mount(container, args) {
   let spans = [];
   let attempts = [];
   let rollout = null;
+  let calls = null; // agl doctor's count of the selected attempt's model calls and their records
 
   replace(container,
     h("p", {}, routeLink("← all rollouts", "rollouts")), header,
@@ -235,11 +252,18 @@ export async function mount(container, args) {
       const page = await get("/spans", { rollout_id: rolloutId, attempt_id: selectedAttempt, limit: SPAN_PAGE,
         offset: spans.length, sort_by: "sequence_id", sort_order: "asc" });
       spans.push(...page.items);
-      spanInfo.textContent = `${spans.length} of ${page.total} spans of attempt ${selectedAttempt}`;
+      drawSpanInfo(page.total);
       if (!page.items.length || spans.length >= page.total) break;
     }
     tree.set(spans);
     renderRewards();
+  }
+
+  let spanTotal = 0;
+  function drawSpanInfo(total = spanTotal) {
+    spanTotal = total;
+    const llm = calls ? ` · ${calls.count} LLM call(s) in ${calls.records} record(s)` : "";
+    spanInfo.textContent = `${spans.length} of ${total} spans of attempt ${selectedAttempt}${llm}`;
   }
 
   function drawHeader() {
@@ -254,8 +278,11 @@ export async function mount(container, args) {
 
   async function selectAttempt(attemptId) {
     selectedAttempt = attemptId;
+    calls = null;
     drawHeader();
+    tree.set([], null);
     await loadSpans(true);
+    loadDoctor();
   }
 
   async function loadRollout() {
@@ -267,9 +294,17 @@ export async function mount(container, args) {
   }
 
   async function loadDoctor() {
+    const attempt = selectedAttempt;
     try {
-      const report = await get(`/rollouts/${encodeURIComponent(rolloutId)}/doctor`);
+      const report = await get(`/rollouts/${encodeURIComponent(rolloutId)}/doctor`, { attempt });
+      if (attempt !== selectedAttempt) return; // another attempt was chosen meanwhile
       replace(doctorBox, renderDoctor(report));
+      const records = (report.report || {}).llm_records;
+      if (records && typeof records === "object") {
+        calls = { count: report.report.llm_span_count ?? 0, records: Object.keys(records).length };
+        tree.set(spans, records);
+        drawSpanInfo();
+      }
     } catch (error) {
       replace(doctorBox, h("p", { class: "muted" }, `No verdict: ${error.message}`));
     }
@@ -289,8 +324,9 @@ export async function mount(container, args) {
       await loadRollout();
       if (!selectedAttempt && attempts.length) selectedAttempt = attempts[attempts.length - 1].attempt_id;
       drawHeader();
+      const known = spans.length;
       if (selectedAttempt) await loadSpans(false);
-      if (FINAL.has(rollout.status) || attempts.length !== before) loadDoctor();
+      if (FINAL.has(rollout.status) || attempts.length !== before || spans.length !== known) loadDoctor();
     },
   };
 }

@@ -27,7 +27,7 @@ from agl_core.testing.fake_openai import (
     render_chat_prompt,
     render_reply,
 )
-from tests.llm_proxy.conftest import Rollout
+from tests.conftest import Rollout
 
 PARALLEL = Reply(
     content="Checking both.",

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
+from agl_core.llm_proxy.client_api import TranslationNotes
 from agl_core.llm_proxy.errors import ProxyHTTPError, error_body
 from agl_core.llm_proxy.forward import (
     BufferedResult,
@@ -29,7 +30,6 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
-from agl_core.llm_proxy.log_limit import log_limited
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     SSE_HEADERS,
@@ -39,14 +39,15 @@ from agl_core.llm_proxy.streaming import (
     end_quietly,
     iter_sse_data,
 )
-from agl_core.llm_proxy.translate_messages import (
+from agl_core.utils.http_guard import log_limited
+from agl_proxy_translate.messages import (
     MessagesStream,
     anthropic_error_body,
     chat_to_message,
     messages_to_chat,
 )
-from agl_core.llm_proxy.translate_responses import ResponsesStream, chat_to_response, responses_to_chat
-from agl_core.llm_proxy.translation import Translation
+from agl_proxy_translate.responses import ResponsesStream, chat_to_response, responses_to_chat
+from agl_proxy_translate.translation import Translation
 
 __all__ = ["CLIENT_APIS", "ClientApi", "ClientApiSpec", "answer_translated"]
 
@@ -80,6 +81,25 @@ class ClientApiSpec:
         return web.Response(
             body=_json.dumps(self.error(exc)), status=exc.status, content_type="application/json"
         )
+
+    def new_notes(self, refuse_hosted_tools: bool) -> Translation:
+        """Fresh notes for one request."""
+        return Translation(refuse_hosted_tools=refuse_hosted_tools)
+
+    async def answer(
+        self,
+        request: web.Request,
+        ctx: ForwardContext,
+        pool: BackendPool,
+        original: dict[str, Any],
+        payload: dict[str, Any],
+        raw: bytes,
+        exchange: Exchange | None,
+        notes: TranslationNotes,
+    ) -> web.StreamResponse:
+        """Answer through :func:`answer_translated` (``notes`` are the ones :meth:`new_notes` made)."""
+        assert isinstance(notes, Translation), notes
+        return await answer_translated(request, self, ctx, pool, original, payload, raw, exchange, notes)
 
 
 CLIENT_APIS: dict[str, ClientApiSpec] = {

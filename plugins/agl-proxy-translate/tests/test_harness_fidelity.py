@@ -23,12 +23,12 @@ from agl_core.llm_proxy import HttpBackend, LLMProxy
 from agl_core.llm_proxy.recording import REFUSED, REQUEST_DROPPED, SIDE_CALL
 from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
 from agl_core.llm_proxy.streaming import iter_sse_data
-from agl_core.llm_proxy.translate_messages import messages_to_chat
-from agl_core.llm_proxy.translate_responses import ResponsesStream, chat_to_response, responses_to_chat
-from agl_core.llm_proxy.translation import Translation
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.testing.fake_openai import FakeOpenAIServer, Reply
-from tests.llm_proxy.conftest import Rollout
+from agl_proxy_translate.messages import messages_to_chat
+from agl_proxy_translate.responses import ResponsesStream, chat_to_response, responses_to_chat
+from agl_proxy_translate.translation import Translation
+from tests.conftest import Rollout
 
 RESPONSE_EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 SCHEMA = {"type": "object", "properties": {"cmd": {"type": "string"}}}

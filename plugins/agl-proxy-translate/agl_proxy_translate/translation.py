@@ -1,7 +1,7 @@
 """What one Responses or Messages translation changed: dropped request fields and renamed tools.
 
-:func:`~agl_core.llm_proxy.translate_responses.responses_to_chat` and
-:func:`~agl_core.llm_proxy.translate_messages.messages_to_chat` fill a :class:`Translation` while they
+:func:`~agl_proxy_translate.responses.responses_to_chat` and
+:func:`~agl_proxy_translate.messages.messages_to_chat` fill a :class:`Translation` while they
 build the chat request: every request field or item they could not carry to a chat-completions backend
 is listed in :attr:`Translation.dropped` (recorded on the span as ``agl.llm.request.dropped``, never
 dropped silently), and every tool they had to rename or reshape (a namespaced tool flattened to

@@ -24,7 +24,7 @@ from typing import Any
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.errors import ProxyHTTPError
-from agl_core.llm_proxy.translation import CUSTOM_INPUT, Translation
+from agl_proxy_translate.translation import CUSTOM_INPUT, Translation
 
 __all__ = ["ResponsesStream", "chat_to_response", "responses_to_chat"]
 

@@ -12,14 +12,14 @@ from pydantic import TypeAdapter
 
 from agl_core.llm_proxy.errors import ProxyHTTPError
 from agl_core.llm_proxy.streaming import iter_sse_data
-from agl_core.llm_proxy.translate_messages import MessagesStream, chat_to_message, messages_to_chat
-from agl_core.llm_proxy.translate_responses import (
+from agl_proxy_translate.messages import MessagesStream, chat_to_message, messages_to_chat
+from agl_proxy_translate.responses import (
     _HOSTED_TOOL_HINT,
     ResponsesStream,
     chat_to_response,
     responses_to_chat,
 )
-from agl_core.llm_proxy.translation import Translation
+from agl_proxy_translate.translation import Translation
 
 RESPONSE_EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 MESSAGE_EVENTS: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)

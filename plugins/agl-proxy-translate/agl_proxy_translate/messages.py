@@ -23,7 +23,7 @@ from typing import Any
 
 from agl_core.llm_proxy import _json
 from agl_core.llm_proxy.errors import ProxyHTTPError
-from agl_core.llm_proxy.translation import Translation
+from agl_proxy_translate.translation import Translation
 
 __all__ = ["MessagesStream", "anthropic_error_body", "chat_to_message", "messages_to_chat"]
 

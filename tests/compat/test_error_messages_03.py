@@ -1,0 +1,81 @@
+"""0.3 code that matches exception messages: 0.3's sentence comes first, agl's hint (if any) after it.
+
+Each ``match`` below is Agent Lightning 0.3.0's own message, escaped, as its tests and user code matched it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import agl_core as agl
+from agl_core.store.utils import rollout_status_from_attempt
+
+
+def _match(message: str) -> str:
+    return "^" + re.escape(message)
+
+
+def test_runner_without_agent_or_store() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    with pytest.raises(ValueError, match=_match("Agent not initialized. Call init() first.")):
+        runner.get_agent()
+    with pytest.raises(ValueError, match=_match("Store not initialized. Call init_worker() first.")):
+        runner.get_store()
+
+
+async def test_otel_tracer_used_before_init_worker() -> None:
+    tracer = agl.OtelTracer()
+    with pytest.raises(
+        RuntimeError, match=_match("LightningSpanProcessor is not initialized. Call init_worker() first.")
+    ):
+        async with tracer.trace_context("t"):
+            pass
+
+
+async def test_invalid_attempt_status() -> None:
+    attempt: Any = agl.Attempt.model_construct(
+        rollout_id="ro-1", attempt_id="at-1", sequence_id=1, start_time=0.0, status="bogus"
+    )
+    with pytest.raises(ValueError, match=_match("Invalid attempt status: bogus")):
+        await rollout_status_from_attempt(attempt, agl.RolloutConfig())
+
+
+def test_second_active_tracer() -> None:
+    agl.set_active_tracer(agl.DummyTracer())
+    try:
+        with pytest.raises(
+            ValueError, match=_match("An active tracer is already set. Cannot set a new one.")
+        ):
+            agl.set_active_tracer(agl.DummyTracer())
+    finally:
+        agl.clear_active_tracer()
+
+
+def test_client_server_role() -> None:
+    with pytest.raises(ValueError, match=_match("role must be one of 'algorithm', 'runner', or 'both'")):
+        agl.ClientServerExecutionStrategy(role="trainer")  # type: ignore[arg-type]
+
+
+def test_proxy_without_models() -> None:
+    with pytest.raises(ValueError, match=_match("No models found in model_list. Please specify the model.")):
+        agl.LLMProxy(model_list=[]).as_resource()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: agl.ProxyLLM(endpoint="http://h/v1", model="m").get_base_url("ro-1", None),
+            ValueError,
+            "rollout_id and attempt_id must be strings or all be empty",
+        ),
+        (lambda: agl.emit_reward("high", propagate=False), TypeError, "Reward must be a number"),
+        (lambda: agl.Baseline().get_store(), ValueError, "Store has not been set for this algorithm."),
+    ],
+)
+def test_messages_agl_already_kept(call: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=_match(message)):
+        call()
