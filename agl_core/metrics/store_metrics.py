@@ -17,6 +17,7 @@ from agl_core.metrics.exposition import metrics_response
 from agl_core.store.base import LightningStore
 from agl_core.store.delegating import DelegatingLightningStore
 from agl_core.types import Span
+from agl_core.types.queries import AddSpans
 from agl_core.types.status import RolloutStatus
 
 __all__ = ["LATENCY_BUCKETS", "SpanCountingStore", "StoreServerMetrics"]
@@ -61,24 +62,10 @@ class SpanCountingStore(DelegatingLightningStore):
             raise AttributeError(name)
         return getattr(self.store, name)
 
-    async def add_span(self, span: Span) -> Span | None:
-        """Add one span to the wrapped store and count it when it was new."""
-        stored = await self.store.add_span(span)
-        if stored is not None:
-            self._on_spans(1)
-        return stored
-
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """Add spans to the wrapped store and count the new ones."""
-        stored = await self.store.add_many_spans(spans)
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Add the checked spans to the wrapped store and count the new ones."""
+        stored = await self.store._insert_spans(request)
         self._on_spans(len(stored))
-        return stored
-
-    async def add_otel_span(self, *args: Any, **kwargs: Any) -> Span | None:
-        """Add one OpenTelemetry span to the wrapped store and count it when it was new."""
-        stored = await self.store.add_otel_span(*args, **kwargs)
-        if stored is not None:
-            self._on_spans(1)
         return stored
 
 

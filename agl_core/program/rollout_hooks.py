@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agl_core.store.delegating import DelegatingLightningStore
+from agl_core.store.logic.queries import check_new_rollout
 from agl_core.types import FINISHED_ROLLOUT_STATUSES, EnqueueRolloutRequest
+from agl_core.types.queries import EnqueueRollouts, StartRollout
 
 if TYPE_CHECKING:
     from agl_core.store.base import LightningStore
-    from agl_core.types import Attempt, AttemptedRollout, Rollout, RolloutConfig, RolloutMode
+    from agl_core.types import Attempt, AttemptedRollout, Rollout
     from agl_core.types.queries import AttemptUpdate, RolloutUpdate
 
 __all__ = ["HookedStore", "RolloutHooks", "load_rollout_hooks", "with_rollout_hooks"]
@@ -84,48 +86,19 @@ class HookedStore(DelegatingLightningStore):
                 )
         return request
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """Enqueue the request as the ``on_enqueue`` hooks return it."""
-        request = await self._transform(
-            EnqueueRolloutRequest(
-                input=input, mode=mode, resources_id=resources_id, config=config, metadata=metadata
-            )
-        )
-        return await self.store.enqueue_rollout(
-            request.input, request.mode, request.resources_id, request.config, request.metadata
-        )
+    async def _checked(self, rollout: EnqueueRolloutRequest) -> EnqueueRolloutRequest:
+        r = await self._transform(rollout)
+        return check_new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
         """Enqueue the requests as the ``on_enqueue`` hooks return them (one batch)."""
-        return await self.store.enqueue_many_rollouts(
-            [await self._transform(request) for request in rollouts]
-        )
+        rollouts = [await self._checked(rollout) for rollout in request.rollouts]
+        return await self.store._enqueue_rollouts(EnqueueRollouts(rollouts))
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """Start the rollout as the ``on_enqueue`` hooks return its request."""
-        request = await self._transform(
-            EnqueueRolloutRequest(
-                input=input, mode=mode, resources_id=resources_id, config=config, metadata=metadata
-            )
-        )
-        return await self.store.start_rollout(
-            request.input, request.mode, request.resources_id, request.config, request.metadata, worker_id
-        )
+        rollout = await self._checked(request.rollout)
+        return await self.store._start_rollout(StartRollout(rollout, request.worker_id))
 
     async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
         """Run ``on_succeeded`` before a success is stored, ``on_failed`` after a final failure."""

@@ -14,21 +14,37 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, final
 
 from agl_core.store.errors import InvalidRequestError
+from agl_core.store.logic.checks import check_optional_str, validate_span
 from agl_core.store.logic.filters import NormalizedFilter, resolve_rollout_query_aliases
 from agl_core.store.logic.queries import (
+    check_add_spans,
+    check_attempt_query,
     check_attempt_update,
+    check_dequeue_rollouts,
+    check_enqueue_rollouts,
+    check_id,
+    check_new_rollout,
     check_rollout_query,
     check_rollout_update,
+    check_sequence_ids,
     check_span_query,
+    check_start_attempt,
+    check_start_rollout,
     check_worker_query,
 )
 from agl_core.store.logic.watchdog import ScanDebouncer
 from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
     AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
-    StoreQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET, Unset
@@ -202,15 +218,23 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ the two levels
 
-    async def _execute(self, request: StoreQuery | RolloutUpdate | AttemptUpdate) -> Any:
+    async def _execute(self, request: Any) -> Any:
         """Run a typed request as its public method does: the one check, then the backend method.
 
         The REST handlers pass parsed requests here.
         """
         check, backend = _REQUESTS[type(request)]
         checked = check(request)
-        if isinstance(request, StoreQuery):
+        if isinstance(request, (RolloutQuery, SpanQuery, WorkerQuery)):
             return await getattr(self, backend)(request, checked)
+        if isinstance(checked, DequeueRollouts) and checked.limit <= 0:
+            return []
+        if isinstance(checked, EnqueueRollouts) and not checked.rollouts:
+            return []
+        if isinstance(checked, AddSpans) and not checked.spans:
+            return []
+        if isinstance(checked, SpanSequenceIds) and not checked.pairs:
+            return []
         return await getattr(self, backend)(checked)
 
     # ------------------------------------------------------------------ lifecycle and introspection
@@ -282,7 +306,7 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ rollouts and attempts
 
-    @abc.abstractmethod
+    @final
     async def start_rollout(
         self,
         input: Any,
@@ -298,8 +322,14 @@ class LightningStore(abc.ABC):
         stored as is. ``config`` defaults to a fresh `RolloutConfig`; ``config`` and ``metadata`` are
         copied. With a ``worker_id`` the attempt records it and the worker becomes ``busy``.
         """
+        rollout = check_new_rollout(input, mode, resources_id, config, metadata)
+        return await self._start_rollout(StartRollout(rollout, check_optional_str("worker_id", worker_id)))
 
     @abc.abstractmethod
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+        """Backend of `start_rollout`: `request` is checked (`logic.check_start_rollout`)."""
+
+    @final
     async def enqueue_rollout(
         self,
         input: Any,
@@ -312,21 +342,23 @@ class LightningStore(abc.ABC):
 
         Defaults as in `start_rollout()`.
         """
+        rollout = check_new_rollout(input, mode, resources_id, config, metadata)
+        (created,) = await self._enqueue_rollouts(EnqueueRollouts([rollout]))
+        return created
 
+    @final
     async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue several rollouts; the result and the queue keep the input order.
-
-        The default calls `enqueue_rollout()` once per request (not atomic); backends override it with
-        one atomic batch.
-        """
-        return [
-            await self.enqueue_rollout(
-                r.input, mode=r.mode, resources_id=r.resources_id, config=r.config, metadata=r.metadata
-            )
-            for r in rollouts
-        ]
+        """Enqueue several rollouts atomically (all are checked first); the result and the queue keep the
+        input order."""
+        request = check_enqueue_rollouts(EnqueueRollouts(rollouts))
+        return await self._enqueue_rollouts(request) if request.rollouts else []
 
     @abc.abstractmethod
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Backend of `enqueue_rollout` and `enqueue_many_rollouts`: `request` is checked
+        (`logic.check_enqueue_rollouts`) and holds at least one rollout; create them in one atomic step."""
+
+    @final
     async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
         """Claim the oldest queued rollout without blocking; None when the queue is empty.
 
@@ -335,34 +367,38 @@ class LightningStore(abc.ABC):
         ``queuing``/``requeuing`` are dropped silently. A rollout is handed out once per queue entry,
         even under concurrent dequeues. Worker bookkeeping as described on the class.
         """
+        claimed = await self._dequeue_rollouts(DequeueRollouts(1, check_optional_str("worker_id", worker_id)))
+        return claimed[0] if claimed else None
 
+    @final
     async def dequeue_many_rollouts(
         self, *, limit: int = 1, worker_id: str | None = None
     ) -> Sequence[AttemptedRollout]:
-        """Claim up to ``limit`` rollouts in FIFO order (``limit <= 0`` returns ``[]``).
+        """Claim up to ``limit`` rollouts in FIFO order (``limit <= 0`` returns ``[]``), atomically.
 
         The worker is associated with the last claimed attempt; it becomes ``idle`` only when nothing
-        was claimed. The default repeats `dequeue_rollout()`; backends override it with one batch.
+        was claimed.
         """
-        claimed: list[AttemptedRollout] = []
-        while len(claimed) < limit:
-            item = await self.dequeue_rollout(worker_id=worker_id)
-            if item is None:
-                break
-            claimed.append(item)
-        if claimed and worker_id is not None and len(claimed) < limit:
-            # The empty dequeue that ended the loop marked the worker idle; it is busy with the last claim.
-            last = claimed[-1]
-            await self.update_attempt(last.rollout_id, last.attempt.attempt_id, worker_id=worker_id)
-        return claimed
+        request = check_dequeue_rollouts(DequeueRollouts(limit, worker_id))
+        return await self._dequeue_rollouts(request) if request.limit > 0 else []
 
     @abc.abstractmethod
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+        """Backend of `dequeue_rollout` and `dequeue_many_rollouts`: `request` is checked
+        (`logic.check_dequeue_rollouts`) with ``limit >= 1``."""
+
+    @final
     async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
         """Create a new ``preparing`` attempt (manual retry) and move the rollout to ``preparing``.
 
         Ignores ``config.max_attempts`` and works on any rollout, finished ones included (this is an
         explicit request; ``end_time`` is cleared). Raises `RolloutNotFoundError` for an unknown id.
         """
+        return await self._start_attempt(check_start_attempt(StartAttempt(rollout_id, worker_id)))
+
+    @abc.abstractmethod
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+        """Backend of `start_attempt`: `request` is checked (`logic.check_start_attempt`)."""
 
     @final
     async def query_rollouts(
@@ -413,7 +449,7 @@ class LightningStore(abc.ABC):
         """Backend of `query_rollouts`: `query` is checked and ``where`` is its filter
         (`logic.check_rollout_query`)."""
 
-    @abc.abstractmethod
+    @final
     async def query_attempts(
         self,
         rollout_id: str,
@@ -424,6 +460,12 @@ class LightningStore(abc.ABC):
         offset: int = 0,
     ) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
+        query = AttemptQuery(rollout_id, sort_by, sort_order, limit, offset)
+        return await self._query_attempts(check_attempt_query(query))
+
+    @abc.abstractmethod
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+        """Backend of `query_attempts`: `query` is checked (`logic.check_attempt_query`)."""
 
     @abc.abstractmethod
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
@@ -498,7 +540,7 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ spans
 
-    @abc.abstractmethod
+    @final
     async def add_span(self, span: Span) -> Span | None:
         """Store one span; return it, or None if ``(rollout_id, attempt_id, span_id)`` already exists.
 
@@ -507,20 +549,24 @@ class LightningStore(abc.ABC):
         larger. Raises `RolloutNotFoundError`/`AttemptNotFoundError` for unknown ids and
         `InvalidSpanError` for a malformed span (`logic.validate_span`).
         """
+        stored = await self._insert_spans(AddSpans([validate_span(span)]))
+        return stored[0] if stored else None
 
+    @final
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """Store several spans; return only those inserted (duplicates are skipped), in input order.
 
-        The default calls `add_span()` per span and is not atomic; backends override it to validate the
-        whole batch first and insert it in one transaction.
+        Every span is checked first; the batch is stored in one atomic step.
         """
-        inserted: list[Span] = []
-        for span in spans:
-            stored = await self.add_span(span)
-            if stored is not None:
-                inserted.append(stored)
-        return inserted
+        request = check_add_spans(AddSpans(spans))
+        return await self._insert_spans(request) if request.spans else []
 
+    @abc.abstractmethod
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Backend of `add_span`, `add_many_spans` and `add_otel_span`: `request` holds at least one
+        valid span (`logic.check_add_spans`); store the new ones atomically and return them in order."""
+
+    @final
     async def add_otel_span(
         self,
         rollout_id: str,
@@ -541,23 +587,29 @@ class LightningStore(abc.ABC):
         )
         return await self.add_span(span)
 
-    @abc.abstractmethod
+    @final
     async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
         """Issue the next sequence id of the rollout: 1, 2, 3, ... with no gaps and no repeats.
 
         The counter is per rollout (the attempt id is ignored, quirk 5) and ids are not
         validated, so a tracer may allocate ids before its first span lands.
         """
+        check_id("rollout_id", rollout_id)
+        (issued,) = await self._issue_sequence_ids(SpanSequenceIds([(rollout_id, attempt_id)]))
+        return issued
 
+    @final
     async def get_many_span_sequence_ids(
         self, rollout_attempt_ids: Sequence[tuple[str, str]]
     ) -> Sequence[int]:
-        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, in input order.
+        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
+        request = check_sequence_ids(SpanSequenceIds(rollout_attempt_ids))
+        return await self._issue_sequence_ids(request) if request.pairs else []
 
-        The default calls `get_next_span_sequence_id()` per pair; backends override it with one batch
-        (`logic.plan_sequence_ids`).
-        """
-        return [await self.get_next_span_sequence_id(r, a) for r, a in rollout_attempt_ids]
+    @abc.abstractmethod
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """Backend of `get_next_span_sequence_id` and `get_many_span_sequence_ids`: `request` holds at
+        least one checked pair (`logic.check_sequence_ids`, `logic.plan_sequence_ids` plans the ids)."""
 
     @final
     async def query_spans(
@@ -683,6 +735,13 @@ _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
     AttemptUpdate: (check_attempt_update, "_apply_attempt_update"),
     SpanQuery: (check_span_query, "_query_spans"),
     WorkerQuery: (check_worker_query, "_query_workers"),
+    StartRollout: (check_start_rollout, "_start_rollout"),
+    EnqueueRollouts: (check_enqueue_rollouts, "_enqueue_rollouts"),
+    DequeueRollouts: (check_dequeue_rollouts, "_dequeue_rollouts"),
+    StartAttempt: (check_start_attempt, "_start_attempt"),
+    AttemptQuery: (check_attempt_query, "_query_attempts"),
+    AddSpans: (check_add_spans, "_insert_spans"),
+    SpanSequenceIds: (check_sequence_ids, "_issue_sequence_ids"),
 }
 """Request type -> its check and the backend method that runs it."""
 
@@ -692,6 +751,18 @@ BACKEND_METHODS: dict[str, str] = {
     "update_attempt": "_apply_attempt_update",
     "query_spans": "_query_spans",
     "query_workers": "_query_workers",
+    "start_rollout": "_start_rollout",
+    "enqueue_rollout": "_enqueue_rollouts",
+    "enqueue_many_rollouts": "_enqueue_rollouts",
+    "dequeue_rollout": "_dequeue_rollouts",
+    "dequeue_many_rollouts": "_dequeue_rollouts",
+    "start_attempt": "_start_attempt",
+    "query_attempts": "_query_attempts",
+    "add_span": "_insert_spans",
+    "add_many_spans": "_insert_spans",
+    "add_otel_span": "_insert_spans",
+    "get_next_span_sequence_id": "_issue_sequence_ids",
+    "get_many_span_sequence_ids": "_issue_sequence_ids",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 

@@ -54,10 +54,7 @@ from agl_core.store.errors import (
 from agl_core.store.logic import (
     NormalizedFilter,
     build_predicate,
-    check_enqueue_requests,
     check_id,
-    check_json_value,
-    check_optional_str,
     check_rollout_ids,
     check_timeout,
     draw_unique_id,
@@ -68,31 +65,38 @@ from agl_core.store.logic import (
     rollout_end_time_for,
     sort_items,
     sort_key_for,
-    validate_mode,
     validate_pagination,
     validate_sort_order,
-    validate_span,
     worker_updates_for_heartbeat,
 )
-from agl_core.store.logic.checks import check_limit, copy_config, copy_metadata
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 
 if TYPE_CHECKING:
     from agl_core.types import (
-        EnqueueRolloutRequest,
         NamedResources,
-        RolloutMode,
     )
 
 __all__ = ["InMemoryLightningStore"]
@@ -206,94 +210,32 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ rollouts and attempts
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """Create a ``preparing`` rollout with attempt #1, not queued (see `LightningStore.start_rollout`)."""
-        check_json_value("input", input)
-        mode = validate_mode(mode)
-        resources_id = check_optional_str("resources_id", resources_id)
-        worker_id = check_optional_str("worker_id", worker_id)
-        config_copy = copy_config(config)
-        metadata_copy = copy_metadata("metadata", metadata)
+        r = request.rollout
         st = self._state
         with self._lock:
             st.watchdog()
             now = self.clock()
-            rec = st.create_rollout(input, mode, resources_id, config_copy, metadata_copy, "preparing", now)
-            return st.new_attempt(rec, now, worker_id, dequeue=False)
+            rec = st.create_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata, "preparing", now)
+            return st.new_attempt(rec, now, request.worker_id, dequeue=False)
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """Create a ``queuing`` rollout at the tail of the queue (see `LightningStore.enqueue_rollout`)."""
-        check_json_value("input", input)
-        mode = validate_mode(mode)
-        resources_id = check_optional_str("resources_id", resources_id)
-        config_copy = copy_config(config)
-        metadata_copy = copy_metadata("metadata", metadata)
-        st = self._state
-        with self._lock:
-            st.watchdog()
-            now = self.clock()
-            return st.create_rollout(
-                input, mode, resources_id, config_copy, metadata_copy, "queuing", now
-            ).rollout
-
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue every request atomically, in input order (all are validated first)."""
-        prepared = [
-            (
-                r.input,
-                validate_mode(r.mode),
-                check_optional_str("resources_id", r.resources_id),
-                copy_config(r.config),
-                copy_metadata("metadata", r.metadata),
-            )
-            for r in check_enqueue_requests(rollouts)
-        ]
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue every checked rollout atomically, in input order."""
         st = self._state
         with self._lock:
             st.watchdog()
             now = self.clock()
             return [
-                st.create_rollout(input, mode, resources_id, config, metadata, "queuing", now).rollout
-                for input, mode, resources_id, config, metadata in prepared
+                st.create_rollout(
+                    r.input, r.mode, r.resources_id, r.config, r.metadata, "queuing", now
+                ).rollout
+                for r in request.rollouts
             ]
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """Claim the oldest queued rollout with a new ``preparing`` attempt; None if the queue is empty."""
-        worker_id = check_optional_str("worker_id", worker_id)
-        st = self._state
-        with self._lock:
-            st.watchdog()
-            now = self.clock()
-            rec = st.pop_queued()
-            if rec is not None:
-                return st.new_attempt(rec, now, worker_id, dequeue=True)
-            if worker_id:
-                st.worker_found_nothing(worker_id, now)
-            return None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
-        """Claim up to ``limit`` queued rollouts atomically, in FIFO order (``limit <= 0``: none)."""
-        limit = check_limit(limit)
-        worker_id = check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+        """Claim up to ``limit`` queued rollouts atomically, in FIFO order."""
+        limit, worker_id = request.limit, request.worker_id
         claimed: list[AttemptedRollout] = []
         st = self._state
         with self._lock:
@@ -308,15 +250,13 @@ class InMemoryLightningStore(LightningStore):
                 st.worker_found_nothing(worker_id, now)
         return claimed
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """Start a new ``preparing`` attempt on any rollout (manual retry; ignores ``max_attempts``)."""
-        check_id("rollout_id", rollout_id)
-        worker_id = check_optional_str("worker_id", worker_id)
         st = self._state
         with self._lock:
             st.watchdog()
-            rec = st.record(rollout_id)
-            return st.new_attempt(rec, self.clock(), worker_id, dequeue=False)
+            rec = st.record(request.rollout_id)
+            return st.new_attempt(rec, self.clock(), request.worker_id, dequeue=False)
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -341,29 +281,17 @@ class InMemoryLightningStore(LightningStore):
                 return cond.value
         return None
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
-        check_id("rollout_id", rollout_id)
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        if sort_by is not None:
-            sort_key_for(sort_by, Attempt)
+        sort_by, order = query.sort_by, query.sort_order
         st = self._state
         with self._lock:
             st.watchdog()
-            rec = st.rollouts.get(rollout_id)
+            rec = st.rollouts.get(query.rollout_id)
             attempts = [] if rec is None else list(rec.attempts)
         if not (sort_by == "sequence_id" and order == "asc"):  # attempts are stored in sequence order
             attempts = sort_items(attempts, sort_by, order, Attempt)
-        return paginate(attempts, limit, offset)
+        return paginate(attempts, query.limit, query.offset)
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """The rollout with its latest attempt attached when it has one; None if unknown."""
@@ -468,26 +396,9 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """Store the span and count it as a heartbeat; do not modify it afterwards.
-
-        Returns the span, or None if its ``(rollout_id, attempt_id, span_id)`` is already stored.
-        """
-        validate_span(span)
-        st = self._state
-        with self._lock:
-            rec = st.record(span.rollout_id)
-            index = rec.attempt_index.get(span.attempt_id)
-            if index is None:
-                raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-            if not st.insert_spans(rec, index, (span,)):
-                return None
-            st.heartbeat(rec, index, self.clock())
-            return span
-
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span first, then store the new ones atomically; returns those inserted."""
-        batch = [validate_span(span) for span in spans]
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Store the new spans of the checked batch atomically; returns those inserted."""
+        batch = request.spans
         st = self._state
         with self._lock:
             targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
@@ -520,25 +431,9 @@ class InMemoryLightningStore(LightningStore):
                     st.heartbeat(rec, index, now)
             return inserted
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """Issue the rollout's next span sequence id (1, 2, 3, ...; ids are not checked to exist)."""
-        check_id("rollout_id", rollout_id)
-        with self._lock:
-            counters = self._state.sequence_ids
-            value = counters[rollout_id] = counters.get(rollout_id, 0) + 1
-            return value
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
-        """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not isinstance(pair[0], str):
-                raise InvalidRequestError(
-                    f"Expected (rollout_id, attempt_id) pairs of strings, got {pair!r}."
-                )
-            rollout_ids.append(pair[0])
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """One sequence id per checked pair, atomically, in input order (ids are not checked to exist)."""
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         with self._lock:
             counters = self._state.sequence_ids
             issued, updated = plan_sequence_ids(rollout_ids, lambda rid: counters.get(rid, 0))

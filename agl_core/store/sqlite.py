@@ -50,11 +50,8 @@ from agl_core.store.base import (
     LightningStoreStatistics,
     Unset,
 )
-from agl_core.store.errors import InvalidRequestError, InvalidSpanError, StoreOpenError
+from agl_core.store.errors import InvalidRequestError, StoreOpenError
 from agl_core.store.logic import (
-    check_enqueue_requests,
-    check_int_bound,
-    check_optional_str,
     check_rollout_ids,
     check_timeout,
 )
@@ -69,12 +66,23 @@ from agl_core.types import (
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 
 __all__ = ["SchemaVersionError", "SqliteLightningStore"]
 
@@ -247,75 +255,35 @@ class SqliteLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(
-        input: Any, mode: object, resources_id: object, config: object, metadata: object
-    ) -> NewRollout:
+    def _new_rollout(r: EnqueueRolloutRequest) -> NewRollout:
+        """A checked rollout (`logic.check_new_rollout`) encoded as its columns."""
         return NewRollout(
-            dump_json("input", input),
-            logic.validate_mode(mode),
-            check_optional_str("resources_id", resources_id),
-            *config_columns(config),
-            metadata_json("metadata", metadata),
+            dump_json("input", r.input),
+            r.mode,
+            r.resources_id,
+            *config_columns(r.config),
+            metadata_json("metadata", r.metadata),
         )
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """See `LightningStore.start_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        worker = check_optional_str("worker_id", worker_id)
-        return await self._call(self._ops.start_rollout, (item, worker), WRITE, guarded=True)
+        item = self._new_rollout(request.rollout)
+        return await self._call(self._ops.start_rollout, (item, request.worker_id), WRITE, guarded=True)
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        result = await self._call(self._ops.enqueue, ((item,),), WRITE_ONE, guarded=True)
-        return result[0]
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue all rollouts atomically (one transaction), keeping their order."""
+        items = [self._new_rollout(r) for r in request.rollouts]
+        mode = WRITE_ONE if len(items) == 1 else WRITE
+        return await self._call(self._ops.enqueue, (items,), mode, guarded=True)
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue all requests atomically (one transaction), keeping their order."""
-        items = [
-            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
-            for r in check_enqueue_requests(rollouts)
-        ]
-        return await self._call(self._ops.enqueue, (items,), WRITE, guarded=True)
-
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        worker = check_optional_str("worker_id", worker_id)
-        claimed = await self._call(self._ops.dequeue, (1, worker), WRITE, guarded=True)
-        return claimed[0] if claimed else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
-        check_int_bound("limit", limit)
-        worker = check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
-        return await self._call(self._ops.dequeue, (limit, worker), WRITE, guarded=True)
+        return await self._call(self._ops.dequeue, (request.limit, request.worker_id), WRITE, guarded=True)
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
-        check_id("rollout_id", rollout_id)
-        worker = check_optional_str("worker_id", worker_id)
-        return await self._call(self._ops.start_attempt, (rollout_id, worker), WRITE, guarded=True)
+        args = (request.rollout_id, request.worker_id)
+        return await self._call(self._ops.start_attempt, args, WRITE, guarded=True)
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -327,21 +295,11 @@ class SqliteLightningStore(LightningStore):
             reads.query_rollouts, (self._ops, *args), _read_mode(limit, offset), guarded=True
         )
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
-        check_id("rollout_id", rollout_id)
-        logic.check_page(sort_by, sort_order, limit, offset, Attempt)
-        args = (rollout_id, sort_by, sort_order, limit, offset)
+        args = (query.rollout_id, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(
-            reads.query_attempts, (self._ops, *args), _read_mode(limit, offset), guarded=True
+            reads.query_attempts, (self._ops, *args), _read_mode(query.limit, query.offset), guarded=True
         )
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
@@ -418,40 +376,22 @@ class SqliteLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = logic.validate_span(span)
-        return await self._call(spans_ops.add_span, (self._ops, checked, _span_json(checked)), WRITE)
-
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
-        if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans).__name__}."
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Insert the checked batch in one transaction (duplicates skipped)."""
+        checked = request.spans
+        if len(checked) == 1:
+            stored = await self._call(
+                spans_ops.add_span, (self._ops, checked[0], _span_json(checked[0])), WRITE
             )
-        checked = [logic.validate_span(span) for span in spans]
-        if not checked:
-            return []
+            return [] if stored is None else [stored]
         datas = [_span_json(span) for span in checked]
         return await self._call(spans_ops.add_spans, (self._ops, checked, datas), WRITE)
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await self._call(spans_ops.next_sequence_id, (self._ops, rollout_id), WRITE_ONE)
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            check_id("rollout_id", pair[0])
-            rollout_ids.append(pair[0])
-        if not rollout_ids:
-            return []
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
+        if len(rollout_ids) == 1:
+            return [await self._call(spans_ops.next_sequence_id, (self._ops, rollout_ids[0]), WRITE_ONE)]
         return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -40,10 +41,27 @@ class LightningStoreThreaded(DelegatingLightningStore):
         )
 
 
-def _locked(name: str) -> Callable[..., Any]:
-    forward = getattr(DelegatingLightningStore, name)
+_CALLS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [
+            name
+            for name, member in vars(LightningStore).items()
+            if inspect.iscoroutinefunction(member) and not name.startswith("_") and name != "close"
+        ]
+        + list(DELEGATED_METHODS)
+    )
+)
+"""Every public coroutine method, forwarded as called (so a 0.3 store's override of a method agl made final
+is still the one that runs, under the lock), and the backend methods `DelegatingLightningStore` forwards."""
 
-    @functools.wraps(forward)
+
+def _locked(name: str) -> Callable[..., Any]:
+    contract = getattr(LightningStore, name)
+
+    async def forward(self: LightningStoreThreaded, *args: Any, **kwargs: Any) -> Any:
+        return await getattr(self.store, name)(*args, **kwargs)
+
+    @functools.wraps(contract)
     async def method(self: LightningStoreThreaded, *args: Any, **kwargs: Any) -> Any:
         lock = self._lock
         if lock is None or name == "wait_for_rollouts":
@@ -55,9 +73,10 @@ def _locked(name: str) -> Callable[..., Any]:
         finally:
             lock.release()
 
+    method.__isabstractmethod__ = False  # type: ignore[attr-defined]
     return method
 
 
-for _name in DELEGATED_METHODS:
+for _name in _CALLS:
     setattr(LightningStoreThreaded, _name, _locked(_name))
 del _name

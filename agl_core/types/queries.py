@@ -25,10 +25,17 @@ from agl_core.types.status import ROLLOUT_STATUSES, RolloutMode, WorkerStatus
 from agl_core.types.unset import UNSET
 
 __all__ = [
+    "AddSpans",
+    "AttemptQuery",
     "AttemptUpdate",
+    "DequeueRollouts",
+    "EnqueueRollouts",
     "RolloutQuery",
     "RolloutUpdate",
     "SpanQuery",
+    "SpanSequenceIds",
+    "StartAttempt",
+    "StartRollout",
     "StoreQuery",
     "WorkerQuery",
 ]
@@ -184,3 +191,71 @@ class AttemptUpdate:
             for name in ("status", "worker_id", "last_heartbeat_time", "metadata")
             if (value := getattr(self, name)) is not UNSET
         }
+
+
+@dataclass(slots=True)
+class AttemptQuery(StoreQuery):
+    """Sorting and paging of ``query_attempts``: the attempts of one rollout."""
+
+    rollout_id: str
+    sort_by: str | None = "sequence_id"
+    sort_order: SortOrderField = "asc"
+    limit: Limit = -1
+    offset: Offset = 0
+
+
+@dataclass(slots=True)
+class StartRollout:
+    """A ``start_rollout`` call: a rollout created in ``preparing`` with attempt #1, not queued.
+
+    After `agl_core.store.logic.check_start_rollout`: ``rollout`` is an `EnqueueRolloutRequest` whose
+    mode and resources id are valid and whose ``config`` (never None) and ``metadata`` are private copies.
+    """
+
+    rollout: Any
+    worker_id: Any = None
+
+
+@dataclass(slots=True)
+class EnqueueRollouts:
+    """An ``enqueue_rollout`` or ``enqueue_many_rollouts`` call: rollouts to queue, in order.
+
+    After `agl_core.store.logic.check_enqueue_rollouts`: a list of checked `EnqueueRolloutRequest` as in
+    `StartRollout`.
+    """
+
+    rollouts: Sequence[Any]
+
+
+@dataclass(slots=True)
+class DequeueRollouts:
+    """A ``dequeue_rollout`` (``limit=1``) or ``dequeue_many_rollouts`` call; checked, ``limit`` >= 1."""
+
+    limit: Any = 1
+    worker_id: Any = None
+
+
+@dataclass(slots=True)
+class StartAttempt:
+    """A ``start_attempt`` call: a new ``preparing`` attempt of a rollout (a manual retry)."""
+
+    rollout_id: Any
+    worker_id: Any = None
+
+
+@dataclass(slots=True)
+class AddSpans:
+    """An ``add_span``/``add_many_spans``/``add_otel_span`` call: spans to store, in order.
+
+    After `agl_core.store.logic.check_add_spans`: a list of at least one valid span (`validate_span`).
+    """
+
+    spans: Sequence[Any]
+
+
+@dataclass(slots=True)
+class SpanSequenceIds:
+    """A ``get_next_span_sequence_id``/``get_many_span_sequence_ids`` call: one id per
+    ``(rollout_id, attempt_id)`` pair; checked, at least one pair."""
+
+    pairs: Sequence[tuple[str, str]]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +38,17 @@ HERE = Path(__file__).resolve().parent
 
 def npm_clis() -> Path:
     """Install Claude Code and the Codex CLI, pinned in ``clis/``, into the repository's ``.agl/npm`` (once:
-    nothing to do when the same lock file is installed there); return that folder."""
+    nothing to do when the same lock file is installed there); return that folder.
+
+    Raises:
+        SystemExit: the agl-proxy-translate plugin is missing: the proxy answers their Messages and
+            Responses requests only with it.
+    """
+    if importlib.util.find_spec("agl_proxy_translate") is None:
+        raise SystemExit(
+            "Claude Code and the Codex CLI call the proxy's Messages/Responses routes, which need the "
+            "agl-proxy-translate plugin: pip install agl-proxy-translate (make test-programs installs it)."
+        )
     return install_agent_clis(HERE / "clis", HERE.parents[1] / ".agl" / "npm")
 
 

@@ -27,6 +27,7 @@ from agl_core.store import (
     Unset,
 )
 from agl_core.store import logic as L
+from agl_core.store.base import BACKEND_METHODS
 from agl_core.store.uri import open_store, parse_store_uri
 from agl_core.types import Attempt, PaginatedResult, Rollout, RolloutConfig, Span, Worker
 
@@ -668,16 +669,10 @@ def test_contract_is_abstract_and_has_the_0_3_methods() -> None:
         "query_workers", "get_worker_by_id", "update_worker",
     }  # fmt: skip
     assert expected <= set(dir(LightningStore))
-    # The query and update methods check their arguments and call a narrow backend method instead.
-    checked = {"query_rollouts", "query_spans", "query_workers", "update_rollout", "update_attempt"}
-    backend = {
-        "_query_rollouts",
-        "_query_spans",
-        "_query_workers",
-        "_apply_rollout_update",
-        "_apply_attempt_update",
-    }
-    assert set(LightningStore.__abstractmethods__) == (expected - checked) | backend
+    # Each public method checks its arguments and calls a narrow backend method instead.
+    assert set(LightningStore.__abstractmethods__) == (expected - set(BACKEND_METHODS)) | set(
+        BACKEND_METHODS.values()
+    )
 
 
 async def test_lifecycle_clock_and_defaults() -> None:
@@ -707,79 +702,61 @@ async def test_lifecycle_clock_and_defaults() -> None:
         make_store_class()(scan_debounce_seconds=-1)
 
 
-async def test_default_bulk_methods_delegate() -> None:
+async def test_single_and_batch_methods_share_one_backend_method() -> None:
     calls: list[Any] = []
 
-    async def enqueue_rollout(self: Any, input: Any, mode: Any = None, **kw: Any) -> Rollout:
-        calls.append(input)
-        return Rollout(rollout_id=f"ro-{input}", input=input, start_time=0.0, mode=mode)
+    async def _enqueue_rollouts(self: Any, request: Any) -> list[Rollout]:
+        calls.append([r.input for r in request.rollouts])
+        return [
+            Rollout(rollout_id=f"ro-{r.input}", input=r.input, start_time=0.0, mode=r.mode)
+            for r in request.rollouts
+        ]
 
-    async def add_span(self: Any, s: Span) -> Span | None:
-        return None if s.span_id == "dup" else s
+    async def _insert_spans(self: Any, request: Any) -> list[Span]:
+        return [s for s in request.spans if s.span_id != "dup"]
 
-    counter = iter(range(1, 100))
+    async def _issue_sequence_ids(self: Any, request: Any) -> list[int]:
+        return L.plan_sequence_ids([r for r, _ in request.pairs], lambda rid: 0)[0]
 
-    async def get_next_span_sequence_id(self: Any, rollout_id: str, attempt_id: str) -> int:
-        return next(counter)
+    async def _dequeue_rollouts(self: Any, request: Any) -> list[Any]:
+        calls.append(("dequeue", request.limit, request.worker_id))
+        return []
 
     from agl_core.types import EnqueueRolloutRequest
 
     store = make_store_class(
-        enqueue_rollout=enqueue_rollout,
-        add_span=add_span,
-        get_next_span_sequence_id=get_next_span_sequence_id,
+        _enqueue_rollouts=_enqueue_rollouts,
+        _insert_spans=_insert_spans,
+        _issue_sequence_ids=_issue_sequence_ids,
+        _dequeue_rollouts=_dequeue_rollouts,
     )()
     out = await store.enqueue_many_rollouts([EnqueueRolloutRequest(input=i, mode="val") for i in range(3)])
-    assert (
-        [r.rollout_id for r in out] == ["ro-0", "ro-1", "ro-2"]
-        and calls == [0, 1, 2]
-        and out[0].mode == "val"
-    )
+    assert [r.rollout_id for r in out] == ["ro-0", "ro-1", "ro-2"] and out[0].mode == "val"
+    assert (await store.enqueue_rollout(7)).rollout_id == "ro-7"
+    assert await store.enqueue_many_rollouts([]) == []
+    assert calls == [[0, 1, 2], [7]]
     added = await store.add_many_spans([span(span_id="a"), span(span_id="dup"), span(span_id="b")])
     assert [s.span_id for s in added] == ["a", "b"]
+    assert await store.add_span(span(span_id="dup")) is None
     assert list(await store.get_many_span_sequence_ids([("r", "a"), ("r", "a")])) == [1, 2]
+    assert await store.get_next_span_sequence_id("r", "a") == 1
+    assert await store.dequeue_many_rollouts(limit=0) == [] and len(calls) == 2
+    assert await store.dequeue_rollout("w1") is None and calls[-1] == ("dequeue", 1, "w1")
 
 
-async def test_default_dequeue_many_keeps_worker_busy_with_last_claim() -> None:
-    queue = ["ro-1", "ro-2"]
-    updates: list[tuple[str, str, Any]] = []
-
-    async def dequeue_rollout(self: Any, worker_id: str | None = None) -> Any:
-        if not queue:
-            return None
-        rid = queue.pop(0)
-        from agl_core.types import AttemptedRollout
-
-        return AttemptedRollout(
-            rollout_id=rid,
-            input=None,
-            start_time=0.0,
-            attempt=attempt(rollout_id=rid, attempt_id="at-" + rid),
-        )
-
-    async def update_attempt(self: Any, rollout_id: str, attempt_id: str, **kw: Any) -> Any:
-        updates.append((rollout_id, attempt_id, kw.get("worker_id")))
-
-    store = make_store_class(dequeue_rollout=dequeue_rollout, update_attempt=update_attempt)()
-    assert await store.dequeue_many_rollouts(limit=0) == []
-    claimed = await store.dequeue_many_rollouts(limit=5, worker_id="w1")
-    assert [c.rollout_id for c in claimed] == ["ro-1", "ro-2"]
-    assert updates == [("ro-2", "at-ro-2", "w1")]
-
-
-async def test_default_add_otel_span_allocates_sequence_id() -> None:
+async def test_add_otel_span_allocates_sequence_id() -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
     stored: list[Span] = []
 
-    async def add_span(self: Any, s: Span) -> Span:
-        stored.append(s)
-        return s
+    async def _insert_spans(self: Any, request: Any) -> list[Span]:
+        stored.extend(request.spans)
+        return list(request.spans)
 
-    async def get_next_span_sequence_id(self: Any, rollout_id: str, attempt_id: str) -> int:
-        return 7
+    async def _issue_sequence_ids(self: Any, request: Any) -> list[int]:
+        return [7]
 
-    store = make_store_class(add_span=add_span, get_next_span_sequence_id=get_next_span_sequence_id)()
+    store = make_store_class(_insert_spans=_insert_spans, _issue_sequence_ids=_issue_sequence_ids)()
     with TracerProvider().get_tracer("t").start_as_current_span("work") as otel_span:
         pass
     result = await store.add_otel_span("ro-1", "at-1", otel_span)  # type: ignore[arg-type]

@@ -62,17 +62,27 @@ from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
-    EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -432,76 +442,53 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ rollouts
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
-        """See `LightningStore.start_rollout`."""
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts`` with the checked rollout."""
+        r = request.rollout
         payload = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-            "worker_id": worker_id,
+            "input": r.input,
+            "mode": r.mode,
+            "resources_id": r.resources_id,
+            "config": r.config,
+            "metadata": r.metadata,
+            "worker_id": request.worker_id,
         }
         _check_values(payload)
         return await self._request("start_rollout", payload)  # type: ignore[no-any-return]
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = {
-            "input": input,
-            "mode": mode,
-            "resources_id": resources_id,
-            "config": config,
-            "metadata": metadata,
-        }
-        _check_values(item)
-        result = await self._request("enqueue_rollouts", {"rollouts": [item]})
-        if len(result) != 1:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
+        items = [
+            {
+                "input": r.input,
+                "mode": r.mode,
+                "resources_id": r.resources_id,
+                "config": r.config,
+                "metadata": r.metadata,
+            }
+            for r in request.rollouts
+        ]
+        for item in items:
+            _check_values(item)
+        result = await self._request("enqueue_rollouts", {"rollouts": items})
+        if len(result) != len(items):
             raise StoreServerError(
-                f"The store at {self.url} answered {len(result)} rollouts for one enqueue."
+                f"The store at {self.url} answered {len(result)} rollouts for {len(items)} enqueued."
             )
-        return result[0]  # type: ignore[no-any-return]
+        return result  # type: ignore[no-any-return]
 
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """See `LightningStore.enqueue_many_rollouts` (one request)."""
-        if not rollouts:
-            return []
-        batch = logic.check_enqueue_requests(rollouts)
-        return await self._request("enqueue_rollouts", {"rollouts": batch})  # type: ignore[no-any-return]
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+        """``POST /v1/agl/queues/rollouts/dequeue``."""
+        payload = {"limit": request.limit, "worker_id": request.worker_id}
+        return await self._request("dequeue_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        result = await self._request("dequeue_rollouts", {"limit": 1, "worker_id": worker_id})
-        return result[0] if result else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
-        """See `LightningStore.dequeue_many_rollouts` (one request)."""
-        if isinstance(limit, int) and limit <= 0:
-            return []
-        return await self._request("dequeue_rollouts", {"limit": limit, "worker_id": worker_id})  # type: ignore[no-any-return]
-
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
-        """See `LightningStore.start_attempt`."""
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+        """``POST /v1/agl/rollouts/{id}/attempts``."""
+        rollout_id = request.rollout_id
         if rollout_id == "":
             raise RolloutNotFoundError(rollout_id)
-        return await self._request("start_attempt", {"worker_id": worker_id}, rollout_id=rollout_id)  # type: ignore[no-any-return]
+        payload = {"worker_id": request.worker_id}
+        return await self._request("start_attempt", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -513,20 +500,12 @@ class LightningStoreClient(LightningStore):
             payload["mode_in"] = _listify(query.mode_in)
         return await self._request("query_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
-        """See `LightningStore.query_attempts`."""
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+        """``POST /v1/agl/rollouts/{id}/attempts/search`` with the checked query."""
+        rollout_id, limit, offset = query.rollout_id, query.limit, query.offset
         if rollout_id == "":
-            logic.validate_pagination(limit, offset)
             return PaginatedResult(items=[], limit=limit, offset=offset, total=0)
-        payload = {"sort_by": sort_by, "sort_order": sort_order, "limit": limit, "offset": offset}
+        payload = {"sort_by": query.sort_by, "sort_order": query.sort_order, "limit": limit, "offset": offset}
         return await self._request("query_attempts", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
@@ -602,9 +581,18 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        logic.validate_span(span)
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """``POST /v1/agl/spans`` for one span, ``/spans/batch`` for several (the server answers which
+        spans were new)."""
+        batch = list(request.spans)
+        if len(batch) == 1:
+            stored = await self._add_one_span(batch[0])
+            return [] if stored is None else [stored]
+        body = b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}"
+        answer = await self._request("add_spans", body)
+        return [batch[i] for i in answer.inserted]
+
+    async def _add_one_span(self, span: Span) -> Span | None:
         tries = [0]
         stored: Span | None = await self._request("add_span", span, tries=tries)
         if stored is None and tries[0] > 1:
@@ -615,29 +603,15 @@ class LightningStoreClient(LightningStore):
                 return page.items[0]
         return stored
 
-    async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
-        """See `LightningStore.add_many_spans` (one request; the server answers which spans were new)."""
-        batch = list(spans)
-        if not batch:
-            return []
-        for span in batch:
-            logic.validate_span(span)
-        body = b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}"
-        answer = await self._request("add_spans", body)
-        return [batch[i] for i in answer.inserted]
-
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        answer = await self._request("next_sequence_id", {"rollout_id": rollout_id, "attempt_id": attempt_id})
-        return int(answer.sequence_id)
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
-        """See `LightningStore.get_many_span_sequence_ids` (one request)."""
-        pairs = [list(pair) for pair in rollout_attempt_ids]
-        if not pairs:
-            return []
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+        """``POST /v1/agl/spans/next`` for one pair, ``/spans/sequence-ids`` for several."""
+        pairs = [list(pair) for pair in request.pairs]
+        if len(pairs) == 1:
+            rollout_id, attempt_id = pairs[0]
+            answer = await self._request(
+                "next_sequence_id", {"rollout_id": rollout_id, "attempt_id": attempt_id}
+            )
+            return [int(answer.sequence_id)]
         answer = await self._request("sequence_ids", {"rollout_attempt_ids": pairs})
         return list(answer.sequence_ids)
 

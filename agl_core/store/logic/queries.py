@@ -8,12 +8,14 @@ of a query, or the update with its values validated and copied. Backends never c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agl_core.store.errors import InvalidRequestError
+from agl_core.store.errors import InvalidRequestError, InvalidSpanError
 from agl_core.store.logic.checks import (
+    check_enqueue_requests,
     check_json_value,
+    check_limit,
     check_no_nul,
     check_optional_number,
     check_optional_str,
@@ -23,6 +25,7 @@ from agl_core.store.logic.checks import (
     validate_mode,
     validate_rollout_status,
     validate_sort_order,
+    validate_span,
 )
 from agl_core.store.logic.filters import (
     FilterCondition,
@@ -32,17 +35,38 @@ from agl_core.store.logic.filters import (
     worker_query_filter,
 )
 from agl_core.store.logic.sorting import sort_key_for, validate_pagination
-from agl_core.types import Rollout, Span, Worker
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types import Attempt, EnqueueRolloutRequest, Rollout, Span, Worker
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.unset import UNSET
 
 __all__ = [
+    "check_add_spans",
+    "check_attempt_query",
     "check_attempt_update",
+    "check_dequeue_rollouts",
+    "check_enqueue_rollouts",
     "check_id",
+    "check_new_rollout",
     "check_page",
     "check_rollout_query",
     "check_rollout_update",
+    "check_sequence_ids",
     "check_span_query",
+    "check_start_attempt",
+    "check_start_rollout",
     "check_worker_query",
     "encode_rollout_update",
     "with_attempt",
@@ -211,3 +235,77 @@ def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
     ):
         return update  # every value was valid as given
     return AttemptUpdate(update.rollout_id, update.attempt_id, status, worker_id, heartbeat, metadata)
+
+
+def check_new_rollout(
+    input: Any, mode: object, resources_id: object, config: object, metadata: object
+) -> EnqueueRolloutRequest:
+    """Check one rollout to create; return it with a private `RolloutConfig` (never None) and metadata."""
+    check_json_value("input", input)
+    return _checked(input, mode, resources_id, config, metadata)
+
+
+def _checked(
+    input: Any, mode: object, resources_id: object, config: object, metadata: object
+) -> EnqueueRolloutRequest:
+    return EnqueueRolloutRequest.model_construct(
+        input=input,
+        mode=validate_mode(mode),
+        resources_id=check_optional_str("resources_id", resources_id),
+        config=copy_config(config),
+        metadata=copy_metadata("metadata", metadata),
+    )
+
+
+def check_start_rollout(request: StartRollout) -> StartRollout:
+    """Check a `StartRollout`: its rollout as in `check_new_rollout`, its worker id."""
+    r = request.rollout
+    rollout = check_new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+    return StartRollout(rollout, check_optional_str("worker_id", request.worker_id))
+
+
+def check_enqueue_rollouts(request: EnqueueRollouts) -> EnqueueRollouts:
+    """Check an `EnqueueRollouts` (the argument of ``enqueue_many_rollouts``); each rollout as in
+    `check_new_rollout`, errors naming the request's index."""
+    return EnqueueRollouts(
+        [
+            _checked(r.input, r.mode, r.resources_id, r.config, r.metadata)
+            for r in check_enqueue_requests(request.rollouts)
+        ]
+    )
+
+
+def check_dequeue_rollouts(request: DequeueRollouts) -> DequeueRollouts:
+    """Check a `DequeueRollouts` (an integer ``limit``, an optional worker id)."""
+    return DequeueRollouts(check_limit(request.limit), check_optional_str("worker_id", request.worker_id))
+
+
+def check_start_attempt(request: StartAttempt) -> StartAttempt:
+    """Check a `StartAttempt`."""
+    check_id("rollout_id", request.rollout_id)
+    return StartAttempt(request.rollout_id, check_optional_str("worker_id", request.worker_id))
+
+
+def check_attempt_query(query: AttemptQuery) -> AttemptQuery:
+    """Check an `AttemptQuery` (the rollout id, the sorting by an `Attempt` field, the paging)."""
+    check_id("rollout_id", query.rollout_id)
+    check_page(query.sort_by, query.sort_order, query.limit, query.offset, Attempt)
+    return query
+
+
+def check_add_spans(request: AddSpans) -> AddSpans:
+    """Check an `AddSpans`: a sequence of valid spans (`validate_span`); returns them as a list."""
+    spans = request.spans
+    if isinstance(spans, (str, bytes)) or not isinstance(spans, Sequence):
+        raise InvalidSpanError(f"add_many_spans expects a list of Span objects, got {type(spans).__name__}.")
+    return AddSpans([validate_span(span) for span in spans])
+
+
+def check_sequence_ids(request: SpanSequenceIds) -> SpanSequenceIds:
+    """Check a `SpanSequenceIds`: ``(rollout_id, attempt_id)`` pairs with a valid rollout id each."""
+    pairs: list[tuple[str, str]] = []
+    for pair in request.pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
+        pairs.append((check_id("rollout_id", pair[0]), pair[1]))
+    return SpanSequenceIds(pairs)

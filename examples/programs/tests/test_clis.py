@@ -55,6 +55,10 @@ def npm_clis() -> Path:
 
     from agl_core.testing.agent_clis import NpmMissingError
 
+    require(
+        importlib.util.find_spec("agl_proxy_translate") is not None,
+        "the agl-proxy-translate plugin is not installed (make test-programs installs it)",
+    )
     try:
         return npm_clis()
     except NpmMissingError as exc:

@@ -2,11 +2,11 @@
 
 0.3's `LightningStore` raised `NotImplementedError` from every method a subclass did not override, so a store
 overriding a few of them could be built and used for those. agl's `LightningStore` differs twice: a backend
-must write every abstract method, and its public query and update methods are final (each checks its
-arguments and calls a narrow backend method, see `agl_core.store.base.BACKEND_METHODS`). Derive such a class
-from `LightningStore03` instead: each method it leaves out raises `NotImplementedError` naming the method, as
-in 0.3, and the backend method of a public method it overrides calls that override, so agl's own machinery
-(the HTTP server, delegating stores, the runners) reaches it.
+must write every abstract method, and its public methods are final (each checks its arguments once and calls
+one narrow backend method, see `agl_core.store.base.BACKEND_METHODS`). Derive such a class from
+`LightningStore03` instead: the backend method of a public method it overrides calls that override, so agl's
+own machinery (the HTTP server, delegating stores, the runners) reaches it, and every other one raises
+`NotImplementedError` naming the method, as in 0.3.
 """
 
 from __future__ import annotations
@@ -14,36 +14,136 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agl_core.store.base import BACKEND_METHODS, LightningStore
-from agl_core.types.queries import AttemptUpdate, RolloutUpdate, StoreQuery
+from agl_core.store.base import LightningStore
 
 __all__ = ["LightningStore03"]
 
+Call = Callable[[Any, Any], Any]
 
-def _not_implemented(name: str) -> Callable[..., Any]:
+
+async def _enqueue_one_by_one(store: Any, request: Any) -> Any:
+    return [
+        await store.enqueue_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
+        for r in request.rollouts
+    ]
+
+
+async def _dequeue_one_by_one(store: Any, request: Any) -> Any:
+    claimed: list[Any] = []
+    while len(claimed) < request.limit:
+        item = await store.dequeue_rollout(worker_id=request.worker_id)
+        if item is None:
+            break
+        claimed.append(item)
+    if claimed and request.worker_id is not None and len(claimed) < request.limit:
+        # the empty dequeue that ended the loop marked the worker idle; it is busy with the last claim
+        last = claimed[-1]
+        await store.update_attempt(last.rollout_id, last.attempt.attempt_id, worker_id=request.worker_id)
+    return claimed
+
+
+async def _add_one_by_one(store: Any, request: Any) -> Any:
+    return [stored for span in request.spans if (stored := await store.add_span(span)) is not None]
+
+
+async def _issue_one_by_one(store: Any, request: Any) -> Any:
+    return [await store.get_next_span_sequence_id(r, a) for r, a in request.pairs]
+
+
+def _by_keywords(public: str) -> tuple[str, Call]:
+    return public, lambda store, query: getattr(store, public)(**query.keywords())
+
+
+_ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
+    "_query_rollouts": ("query_rollouts", [_by_keywords("query_rollouts")]),
+    "_query_spans": ("query_spans", [_by_keywords("query_spans")]),
+    "_query_workers": ("query_workers", [_by_keywords("query_workers")]),
+    "_query_attempts": ("query_attempts", [_by_keywords("query_attempts")]),
+    "_apply_rollout_update": (
+        "update_rollout",
+        [("update_rollout", lambda store, u: store.update_rollout(u.rollout_id, **u.changes()))],
+    ),
+    "_apply_attempt_update": (
+        "update_attempt",
+        [
+            (
+                "update_attempt",
+                lambda store, u: store.update_attempt(u.rollout_id, u.attempt_id, **u.changes()),
+            )
+        ],
+    ),
+    "_start_rollout": (
+        "start_rollout",
+        [
+            (
+                "start_rollout",
+                lambda store, req: store.start_rollout(
+                    req.rollout.input,
+                    req.rollout.mode,
+                    req.rollout.resources_id,
+                    req.rollout.config,
+                    req.rollout.metadata,
+                    req.worker_id,
+                ),
+            )
+        ],
+    ),
+    "_enqueue_rollouts": (
+        "enqueue_rollout",
+        [
+            ("enqueue_many_rollouts", lambda store, req: store.enqueue_many_rollouts(req.rollouts)),
+            ("enqueue_rollout", _enqueue_one_by_one),
+        ],
+    ),
+    "_dequeue_rollouts": (
+        "dequeue_rollout",
+        [
+            (
+                "dequeue_many_rollouts",
+                lambda store, req: store.dequeue_many_rollouts(limit=req.limit, worker_id=req.worker_id),
+            ),
+            ("dequeue_rollout", _dequeue_one_by_one),
+        ],
+    ),
+    "_insert_spans": (
+        "add_span",
+        [
+            ("add_many_spans", lambda store, req: store.add_many_spans(req.spans)),
+            ("add_span", _add_one_by_one),
+        ],
+    ),
+    "_issue_sequence_ids": (
+        "get_next_span_sequence_id",
+        [
+            ("get_many_span_sequence_ids", lambda store, req: store.get_many_span_sequence_ids(req.pairs)),
+            ("get_next_span_sequence_id", _issue_one_by_one),
+        ],
+    ),
+    "_start_attempt": (
+        "start_attempt",
+        [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],
+    ),
+}
+"""Backend method -> (the public method its `NotImplementedError` names, [(public, how to call it)])."""
+
+
+def _not_implemented(name: str, doc_of: str) -> Callable[..., Any]:
     async def method(self: LightningStore, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} does not implement {name}() (a 0.3-style store).")
 
-    method.__name__ = method.__qualname__ = name
+    method.__name__ = method.__qualname__ = doc_of
     method.__doc__ = getattr(
-        LightningStore, name
-    ).__doc__  # not functools.wraps: that copies the abstract flag
+        LightningStore, doc_of
+    ).__doc__  # not functools.wraps: it copies the abstract flag
+    method.__agl_03_stub__ = True  # type: ignore[attr-defined]
     return method
 
 
-def _through_public(public: str) -> Callable[..., Any]:
-    """The backend method of `public` for a class that overrides `public`: it calls the override."""
-
+def _through(call: Call, name: str) -> Callable[..., Any]:
     async def method(self: LightningStore, request: Any, where: Any = None) -> Any:
-        call = getattr(self, public)
-        if isinstance(request, RolloutUpdate):
-            return await call(request.rollout_id, **request.changes())
-        if isinstance(request, AttemptUpdate):
-            return await call(request.rollout_id, request.attempt_id, **request.changes())
-        assert isinstance(request, StoreQuery)
-        return await call(**request.keywords())
+        return await call(self, request)
 
-    method.__name__ = method.__qualname__ = BACKEND_METHODS[public]
+    method.__name__ = method.__qualname__ = name
     return method
 
 
@@ -52,14 +152,24 @@ class LightningStore03(LightningStore):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for public, backend in BACKEND_METHODS.items():
-            overrides = getattr(cls, public) is not getattr(LightningStore, public)
-            if overrides and getattr(cls, backend) is getattr(LightningStore03, backend):
-                setattr(cls, backend, _through_public(public))
+        for backend, (_, publics) in _ADAPTERS.items():
+            overridden = [
+                (p, call) for p, call in publics if getattr(cls, p) is not getattr(LightningStore03, p)
+            ]
+            implemented = not getattr(getattr(cls, backend), "__agl_03_stub__", False)
+            if overridden and not implemented:
+                setattr(cls, backend, _through(overridden[0][1], backend))
+            if overridden or implemented:  # the others of the group reach the backend method
+                for public, _ in publics:
+                    if getattr(cls, public) is getattr(LightningStore03, public):
+                        setattr(cls, public, getattr(LightningStore, public))
 
 
 for _name in LightningStore.__abstractmethods__:
-    _public = next((p for p, b in BACKEND_METHODS.items() if b == _name), _name)
-    setattr(LightningStore03, _name, _not_implemented(_public))
+    _public = _ADAPTERS[_name][0] if _name in _ADAPTERS else _name
+    setattr(LightningStore03, _name, _not_implemented(_public, _name))
+for _group in _ADAPTERS.values():
+    for _public, _call in _group[1]:  # as in 0.3: a method not overridden raises before any check
+        setattr(LightningStore03, _public, _not_implemented(_public, _public))
 LightningStore03.__abstractmethods__ = frozenset()
-del _name, _public
+del _name, _public, _group, _call

@@ -17,7 +17,6 @@ from typing import Any, Literal
 from agl_core.store import (
     UNSET,
     InvalidRequestError,
-    InvalidSpanError,
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
@@ -26,8 +25,6 @@ from agl_core.store import (
 from agl_core.store import logic as store_logic
 from agl_core.store.logic import (
     NormalizedFilter,
-    check_enqueue_requests,
-    check_optional_str,
     check_rollout_ids,
     check_timeout,
 )
@@ -40,12 +37,23 @@ from agl_core.types import (
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
 from agl_mongo.codec import (
     check_id,
@@ -219,88 +227,45 @@ class MongoLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(
-        input: Any, mode: object, resources_id: object, config: object, metadata: object
-    ) -> rollouts.NewRollout:
-        config_json, watched = config_fields(config)
+    def _new_rollout(r: EnqueueRolloutRequest) -> rollouts.NewRollout:
+        """A checked rollout (`logic.check_new_rollout`) encoded for its document."""
+        config_json, watched = config_fields(r.config)
         return rollouts.NewRollout(
-            dump_json("input", input),
-            store_logic.validate_mode(mode),
-            check_optional_str("resources_id", resources_id),
+            dump_json("input", r.input),
+            r.mode,
+            r.resources_id,
             config_json,
             watched,
-            metadata_json("metadata", metadata),
+            metadata_json("metadata", r.metadata),
         )
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """See `LightningStore.start_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        worker = check_optional_str("worker_id", worker_id)
+        item = self._new_rollout(request.rollout)
         await self._guard()
-        (created,) = await rollouts.create_rollouts(self._ctx, [item], "preparing", worker, uuid.uuid4().hex)
+        token = uuid.uuid4().hex
+        (created,) = await rollouts.create_rollouts(self._ctx, [item], "preparing", request.worker_id, token)
         return created  # type: ignore[return-value]
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        await self._guard()
-        (created,) = await rollouts.create_rollouts(self._ctx, [item], "queuing", None, "")
-        return created
-
-    async def enqueue_many_rollouts(self, rollouts_: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue all requests with one insert, keeping their order in the result and the queue.
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue all rollouts with one insert, keeping their order in the result and the queue.
 
         The insert is unordered but every document carries its queue position, so a partial failure
         (connection loss past ``retry_timeout``) leaves the stored ones queued in order.
         """
-        items = [
-            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
-            for r in check_enqueue_requests(rollouts_)
-        ]
+        items = [self._new_rollout(r) for r in request.rollouts]
         await self._guard()
         return await rollouts.create_rollouts(self._ctx, items, "queuing", None, "")
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        worker = check_optional_str("worker_id", worker_id)
-        await self._guard()
-        claimed = await queue.dequeue(self._ctx, 1, worker)
-        return claimed[0] if claimed else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in FIFO order, one atomic claim each."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
-        store_logic.check_int_bound("limit", limit)
-        worker = check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
         await self._guard()
-        return await queue.dequeue(self._ctx, limit, worker)
+        return await queue.dequeue(self._ctx, request.limit, request.worker_id)
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
-        check_id("rollout_id", rollout_id)
-        worker = check_optional_str("worker_id", worker_id)
         await self._guard()
-        return await queue.start_attempt(self._ctx, rollout_id, worker)
+        return await queue.start_attempt(self._ctx, request.rollout_id, request.worker_id)
 
     async def _query_rollouts(
         self, query: RolloutQuery, where: NormalizedFilter
@@ -310,20 +275,11 @@ class MongoLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await rollouts.query_rollouts(self._ctx, where, *page)
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
-        check_id("rollout_id", rollout_id)
-        store_logic.check_page(sort_by, sort_order, limit, offset, Attempt)
         await self._guard()
-        return await rollouts.query_attempts(self._ctx, rollout_id, sort_by, sort_order, limit, offset)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await rollouts.query_attempts(self._ctx, query.rollout_id, *page)
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
@@ -383,41 +339,17 @@ class MongoLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = store_logic.validate_span(span)
-        inserted = await spans.add_spans(self._ctx, [checked])
-        return inserted[0] if inserted else None
-
-    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span and check every target attempt, then insert the batch in one call.
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Check every target attempt, then insert the checked batch in one call.
 
         Duplicates are skipped. Not atomic across documents: a connection loss past ``retry_timeout``
         in the middle can leave part of a batch stored (each stored span is complete).
         """
-        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
-            )
-        checked = [store_logic.validate_span(span) for span in spans_]
-        if not checked:
-            return []
-        return await spans.add_spans(self._ctx, checked)
+        return await spans.add_spans(self._ctx, list(request.spans))
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await spans.allocate_sequence_ids(self._ctx, rollout_id, 1)
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair, in input order, with one ``$inc`` per distinct rollout."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            rollout_ids.append(check_id("rollout_id", pair[0]))
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         wanted: dict[str, int] = {}
         for rollout_id in rollout_ids:
             wanted[rollout_id] = wanted.get(rollout_id, 0) + 1

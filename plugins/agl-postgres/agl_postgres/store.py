@@ -17,8 +17,6 @@ from typing import Any, Literal
 
 from agl_core.store import (
     UNSET,
-    InvalidRequestError,
-    InvalidSpanError,
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
@@ -33,12 +31,23 @@ from agl_core.types import (
     PaginatedResult,
     ResourcesUpdate,
     Rollout,
-    RolloutConfig,
-    RolloutMode,
     Span,
     Worker,
 )
-from agl_core.types.queries import AttemptUpdate, RolloutQuery, RolloutUpdate, SpanQuery, WorkerQuery
+from agl_core.types.queries import (
+    AddSpans,
+    AttemptQuery,
+    AttemptUpdate,
+    DequeueRollouts,
+    EnqueueRollouts,
+    RolloutQuery,
+    RolloutUpdate,
+    SpanQuery,
+    SpanSequenceIds,
+    StartAttempt,
+    StartRollout,
+    WorkerQuery,
+)
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 from agl_postgres import ops, reads, resources, spans
 from agl_postgres.codec import check_id, config_columns, dump_json, dump_resources, metadata_json
@@ -156,87 +165,44 @@ class PostgresLightningStore(LightningStore):
     # ------------------------------------------------------------------ rollouts and attempts
 
     @staticmethod
-    def _new_rollout(
-        input: Any, mode: object, resources_id: object, config: object, metadata: object
-    ) -> ops.NewRollout:
+    def _new_rollout(r: EnqueueRolloutRequest) -> ops.NewRollout:
+        """A checked rollout (`logic.check_new_rollout`) encoded as its columns."""
         return ops.NewRollout(
-            dump_json("input", input),
-            logic.validate_mode(mode),
-            logic.check_optional_str("resources_id", resources_id),
-            *config_columns(config),
-            metadata_json("metadata", metadata),
+            dump_json("input", r.input),
+            r.mode,
+            r.resources_id,
+            *config_columns(r.config),
+            metadata_json("metadata", r.metadata),
         )
 
-    async def start_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-        worker_id: str | None = None,
-    ) -> AttemptedRollout:
+    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """See `LightningStore.start_rollout`."""
-        item = self._new_rollout(input, mode, resources_id, config, metadata)
-        worker = logic.check_optional_str("worker_id", worker_id)
+        item, worker = self._new_rollout(request.rollout), request.worker_id
         ids = [logic.new_rollout_id(), logic.new_attempt_id()]
         now = self.clock()
         return await self._run(
             lambda conn, retrying: ops.start_rollout(conn, item, ids, worker, now, retrying), True
         )
 
-    async def enqueue_rollout(
-        self,
-        input: Any,
-        mode: RolloutMode | None = None,
-        resources_id: str | None = None,
-        config: RolloutConfig | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> Rollout:
-        """See `LightningStore.enqueue_rollout`."""
-        return (await self._enqueue([self._new_rollout(input, mode, resources_id, config, metadata)]))[0]
-
-    async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
-        """Enqueue all requests in one statement (atomic), keeping their order."""
-        items = [
-            self._new_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata)
-            for r in logic.check_enqueue_requests(rollouts)
-        ]
-        return await self._enqueue(items) if items else []
-
-    async def _enqueue(self, items: list[ops.NewRollout]) -> list[Rollout]:
+    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+        """Enqueue all rollouts in one statement (atomic), keeping their order."""
+        items = [self._new_rollout(r) for r in request.rollouts]
         ids = [logic.new_rollout_id() for _ in items]
         now = self.clock()
         return await self._run(lambda conn, retrying: ops.enqueue(conn, items, ids, now, retrying), True)
 
-    async def dequeue_rollout(self, worker_id: str | None = None) -> AttemptedRollout | None:
-        """See `LightningStore.dequeue_rollout`."""
-        claimed = await self._dequeue(1, worker_id)
-        return claimed[0] if claimed else None
-
-    async def dequeue_many_rollouts(
-        self, *, limit: int = 1, worker_id: str | None = None
-    ) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to `limit` rollouts in one statement (see `LightningStore.dequeue_many_rollouts`)."""
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise InvalidRequestError(f"limit must be an integer, got {limit!r}.")
-        logic.check_int_bound("limit", limit)
-        return await self._dequeue(limit, worker_id)
-
-    async def _dequeue(self, limit: int, worker_id: str | None) -> list[AttemptedRollout]:
-        worker = logic.check_optional_str("worker_id", worker_id)
-        if limit <= 0:
-            return []
+        limit, worker = request.limit, request.worker_id
         token = ops.new_token()
         now = self.clock()
         return await self._run(
             lambda conn, retrying: ops.dequeue(conn, limit, worker, token, now, retrying), True
         )
 
-    async def start_attempt(self, rollout_id: str, worker_id: str | None = None) -> AttemptedRollout:
+    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
         """See `LightningStore.start_attempt`."""
-        check_id("rollout_id", rollout_id)
-        worker = logic.check_optional_str("worker_id", worker_id)
+        rollout_id, worker = request.rollout_id, request.worker_id
         ids = [logic.new_attempt_id()]
         return await self._run(
             lambda conn, retrying: ops.start_attempt(conn, rollout_id, worker, ids, self.clock(), retrying),
@@ -250,22 +216,10 @@ class PostgresLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._run(lambda conn, retrying: reads.query_rollouts(conn, where, *page), True)
 
-    async def query_attempts(
-        self,
-        rollout_id: str,
-        *,
-        sort_by: str | None = "sequence_id",
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
-    ) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """See `LightningStore.query_attempts`."""
-        check_id("rollout_id", rollout_id)
-        _check_page(sort_by, sort_order, limit, offset, Attempt)
-        return await self._run(
-            lambda conn, retrying: reads.query_attempts(conn, rollout_id, sort_by, sort_order, limit, offset),
-            True,
-        )
+        rollout_id, page = query.rollout_id, (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._run(lambda conn, retrying: reads.query_attempts(conn, rollout_id, *page), True)
 
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
@@ -337,46 +291,26 @@ class PostgresLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def add_span(self, span: Span) -> Span | None:
-        """See `LightningStore.add_span`."""
-        checked = logic.validate_span(span)
-        data = _span_json(checked)
-        targets = self._span_targets
-        return await self._run(
-            lambda conn, retrying: spans.add_span(conn, targets, checked, data, self.clock(), retrying)
-        )
-
-    async def add_many_spans(self, spans_: Sequence[Span]) -> Sequence[Span]:
-        """Validate every span, then insert the batch in one transaction (duplicates skipped)."""
-        if isinstance(spans_, (str, bytes)) or not isinstance(spans_, Sequence):
-            raise InvalidSpanError(
-                f"add_many_spans expects a list of Span objects, got {type(spans_).__name__}."
+    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+        """Insert the checked batch in one transaction (duplicates skipped)."""
+        checked = list(request.spans)
+        if len(checked) == 1:
+            span, data, targets = checked[0], _span_json(checked[0]), self._span_targets
+            stored = await self._run(
+                lambda conn, retrying: spans.add_span(conn, targets, span, data, self.clock(), retrying)
             )
-        checked = [logic.validate_span(span) for span in spans_]
-        if not checked:
-            return []
+            return [] if stored is None else [stored]
         datas = [_span_json(span) for span in checked]
         return await self._run(
             lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
         )
 
-    async def get_next_span_sequence_id(self, rollout_id: str, attempt_id: str) -> int:
-        """See `LightningStore.get_next_span_sequence_id`."""
-        check_id("rollout_id", rollout_id)
-        return await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))
-
-    async def get_many_span_sequence_ids(
-        self, rollout_attempt_ids: Sequence[tuple[str, str]]
-    ) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one statement (see `LightningStore`)."""
-        rollout_ids: list[str] = []
-        for pair in rollout_attempt_ids:
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise InvalidRequestError(f"Expected (rollout_id, attempt_id) pairs, got {pair!r}.")
-            check_id("rollout_id", pair[0])
-            rollout_ids.append(pair[0])
-        if not rollout_ids:
-            return []
+        rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
+        if len(rollout_ids) == 1:
+            rollout_id = rollout_ids[0]
+            return [await self._run(lambda conn, retrying: spans.next_sequence_id(conn, rollout_id))]
         return await self._run(lambda conn, retrying: spans.sequence_ids(conn, rollout_ids))
 
     async def _query_spans(self, query: SpanQuery, where: logic.NormalizedFilter) -> PaginatedResult[Span]:

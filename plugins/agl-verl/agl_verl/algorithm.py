@@ -6,15 +6,26 @@ the FSDP/vLLM Ray workers by RPC; for each batch it asks the event loop (thread-
 tasks and wait for the agents' rollouts, which reach vLLM through the proxy so token ids are recorded.
 Per step: rollouts → ``DataProto`` → actor log-probs → advantages → actor update → weight sync into vLLM.
 
-Trainer path: verl 0.9 has two, the legacy ``RayPPOTrainer`` (``main_ppo_v0``, marked deprecated) and
-the V1 ``PPOTrainer`` (``trainer.use_v1``, the default of ``main_ppo``), which moves every batch through
-TransferQueue and takes generation from an ``AgentLoopManager`` that writes its samples into it. V1 is
-where verl is going. agl-verl drives the legacy path for now because agl owns the rollout loop: the
-store's rollouts become one ``DataProto`` that ``RayPPOTrainer``'s step methods (``_compute_old_log_prob``,
-``_update_actor``) take as they are, in agl's process, with agl's event loop at hand. The V1 port is an
-``agent_loop_manager_class`` that runs the agl rollouts of a dataloader batch and puts each sample into
-TransferQueue under verl's ``{uid}_{session}_{index}`` keys; it is not written yet, and the legacy path is
-what ran (on CPU, ``make test-verl``; see the plugin README for what has and has not run on a GPU).
+Trainer path: verl 0.9.1 ships two. The legacy ``RayPPOTrainer`` (``main_ppo_v0``) is decorated
+``@deprecated`` ("will be removed in v0.9.0", yet still shipped in 0.9.1); the V1 ``PPOTrainer``
+(``verl.trainer.ppo.v1``, ``trainer.use_v1=True``, the default of ``main_ppo``) is where verl is going:
+its ``fit(agent_loop_manager)`` samples each step from a ``ReplayBuffer`` over TransferQueue, which an
+``AgentLoopManager`` fills, and runs reward, old log-probs, advantages and the update on TransferQueue
+keys rather than on one ``DataProto``. agl-verl drives the **legacy** path (``trainer.use_v1=False``, set
+in :func:`agl_verl.update.compose_verl_config`): agl owns the rollout loop, and ``RayPPOTrainer``'s step
+methods (``_compute_old_log_prob``, ``_update_actor``, ``_save_checkpoint``, ``_load_checkpoint``) take
+the store's batch as one ``DataProto`` in agl's process, with agl's event loop at hand. That path is
+what ran end to end (CPU, ``make test-verl``: steps, weight sync, checkpoint and resume). The V1 port
+needs: an ``AgentLoopManager`` subclass whose ``generate_sequences`` runs the agl rollouts of the
+prompts' tasks through :class:`RolloutBridge` and writes every sample (prompt/response ids,
+``response_mask``, the sampler's log-probs, the reward) into TransferQueue's ``train`` partition
+(``val`` for validation) under the keys and tags verl's own ``AgentLoopWorkerTQ`` writes
+(``{uid}_{session}_{index}``; ``status``, lengths, ``global_steps``/``min_global_steps``/
+``max_global_steps`` for its staleness control), plus a prompt-group ``status`` tag; the reward stage fed
+by those rewards instead of verl's reward loop; agl's metrics and ``rollout_data_dir`` dump moved to V1's
+``_compute_metrics``/``_log_rollout_data``; V1's own resume; and this CPU loop test run on it. It is not
+written yet (no time this round); until it is, the supported range stays ``verl>=0.9,<0.10``, which
+still ships the legacy trainer.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from typing import Any, TypeVar
 from agl_core.algorithm import Algorithm
 from agl_core.types import RolloutMode
 from agl_verl.config import VerlConfig, cpu_environment
-from agl_verl.data import BatchCollector, CollectedBatch, build_data_proto
+from agl_verl.data import BatchCollector, CollectedBatch, build_data_proto, write_samples
 
 __all__ = ["VERL", "RolloutBridge"]
 
@@ -379,6 +390,10 @@ def _trainer_class() -> type:
             clock = time.perf_counter()
             self.checkpoint_manager.update_weights(self.global_steps)
             timing["weight_sync"] = time.perf_counter() - clock
+            dump_dir = self.config.trainer.get("rollout_data_dir")
+            if dump_dir:
+                os.makedirs(dump_dir, exist_ok=True)
+                write_samples(batch, rollout_log_probs, os.path.join(dump_dir, f"{self.global_steps}.jsonl"))
             metrics |= reduce_metrics(actor_output.meta_info["metrics"])
             metrics |= compute_data_metrics(batch=batch, use_critic=False)
             return metrics
@@ -391,13 +406,22 @@ def _trainer_class() -> type:
                 default_backend=self.config.trainer.logger,
             )
             self.global_steps = 0
-            self._load_checkpoint()
+            self._load_checkpoint()  # resume_mode: the saved step, weights, optimizer, dataloader position
             self.checkpoint_manager.update_weights(self.global_steps)
             if self.config.trainer.get("val_before_train", True):
                 self._agl_log(tracking, self._agl_validate())
-            self.global_steps = 1
+            if self.global_steps >= self.total_training_steps:
+                logger.warning(
+                    "The checkpoint is at step %s of %s: nothing left to train (raise total_training_steps "
+                    "or set resume_mode='disable').",
+                    self.global_steps,
+                    self.total_training_steps,
+                )
+                return
+            first_epoch = self.global_steps // len(self.train_dataloader)
+            self.global_steps += 1
             test_freq = self.config.trainer.test_freq
-            for _ in range(self.config.trainer.total_epochs):
+            for _ in range(first_epoch, self.config.trainer.total_epochs):
                 for batch_dict in self.train_dataloader:
                     last = self.global_steps >= self.total_training_steps
                     metrics = self._agl_step(list(batch_dict["agl_task"]))

@@ -85,6 +85,14 @@ class VerlConfig(BaseModel):
     experiment_name: str = "verl"
     logger: list[str] = Field(default_factory=lambda: ["console"])
     default_local_dir: str = "checkpoints/agl-verl"
+    """Where ``save_freq`` writes ``global_step_<n>/`` (actor model, optimizer, dataloader position)."""
+    resume_mode: Literal["auto", "disable", "resume_path"] = "auto"
+    """verl's: ``auto`` resumes from the latest checkpoint in ``default_local_dir`` (if any), ``resume_path``
+    from ``resume_from_path``; the step counter, weights, optimizer and dataloader position continue."""
+    resume_from_path: str | None = None
+    rollout_data_dir: str | None = None
+    """verl's: when set, every step writes ``<step>.jsonl`` there, one line per sample (ids, reward,
+    advantage, the sampler's and the actor's log-probs)."""
     verl_overrides: dict[str, Any] = Field(default_factory=dict)
     cpu_platform: bool = False
     """Run verl on the CPU (for tests and laptops; tiny models only): :mod:`agl_verl.cpu_platform`,
@@ -148,6 +156,11 @@ class VerlConfig(BaseModel):
             problems.append(
                 "adv_estimator='gae' needs a critic model, which agl-verl does not configure; use a "
                 "critic-free estimator such as 'grpo' or 'rloo'."
+            )
+        if self.resume_mode == "resume_path" and "global_step_" not in (self.resume_from_path or ""):
+            problems.append(
+                f"resume_mode='resume_path' needs resume_from_path naming a checkpoint folder "
+                f"(.../global_step_<n>), got {self.resume_from_path!r}."
             )
         if self.cpu_platform and self.world_size != 1:
             problems.append(
@@ -230,6 +243,9 @@ class VerlConfig(BaseModel):
                 "experiment_name": self.experiment_name,
                 "logger": list(self.logger),
                 "default_local_dir": self.default_local_dir,
+                "resume_mode": self.resume_mode,
+                "resume_from_path": self.resume_from_path,
+                "rollout_data_dir": self.rollout_data_dir,
                 "critic_warmup": 0,
             },
         }

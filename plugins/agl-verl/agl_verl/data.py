@@ -6,7 +6,9 @@ runs on CPU and is what the plugin's tests exercise against a real store and rea
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from agl_verl.samples import Sample, SampleStats, triplets_to_samples
 if TYPE_CHECKING:
     from verl import DataProto
 
-__all__ = ["BatchCollector", "CollectedBatch", "RolloutHandle", "build_data_proto"]
+__all__ = ["BatchCollector", "CollectedBatch", "RolloutHandle", "build_data_proto", "write_samples"]
 
 logger = logging.getLogger("agl_core.algorithm.verl.data")
 
@@ -258,6 +260,44 @@ def build_data_proto(
         "agl/mean_response_length": float(resp_att.sum(dim=1).float().mean()),
     }
     return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors), metrics
+
+
+def write_samples(batch: DataProto, rollout_log_probs: Any, path: str | os.PathLike[str]) -> int:
+    """Write one JSON line per sample of an updated batch (``rollout_data_dir``); returns the count.
+
+    Each line: ``rollout_id``, ``uid``, ``turn_index``, ``prompt_ids`` and ``response_ids`` (unpadded),
+    ``reward``, ``advantage``, ``rollout_log_probs`` (the sampler's; null where unknown) and
+    ``old_log_probs`` (the actor's before the update), per response token. Padding rows (no response
+    token in the loss) are left out.
+    """
+    import math
+
+    tensors = batch.batch
+    width_p = tensors["prompts"].shape[1]
+    written = 0
+    with open(path, "w", encoding="utf-8") as sink:
+        for row in range(len(batch)):
+            mask = tensors["response_mask"][row]
+            if not bool(mask.any()):
+                continue
+            attention = tensors["attention_mask"][row]
+            n_prompt = int(attention[:width_p].sum())
+            n_response = int(attention[width_p:].sum())
+            rollout_lp = rollout_log_probs[row, :n_response].tolist()
+            record = {
+                "rollout_id": str(batch.non_tensor_batch["rollout_id"][row]),
+                "uid": str(batch.non_tensor_batch["uid"][row]),
+                "turn_index": int(batch.non_tensor_batch["turn_index"][row]),
+                "prompt_ids": tensors["prompts"][row, width_p - n_prompt :].tolist(),
+                "response_ids": tensors["responses"][row, :n_response].tolist(),
+                "reward": float(tensors["token_level_scores"][row].sum()),
+                "advantage": float(tensors["advantages"][row, 0]),
+                "rollout_log_probs": [None if math.isnan(v) else v for v in rollout_lp],
+                "old_log_probs": tensors["old_log_probs"][row, :n_response].tolist(),
+            }
+            sink.write(json.dumps(record) + "\n")
+            written += 1
+    return written
 
 
 def task_list(dataset: Any) -> list[Mapping[str, Any] | Any]:

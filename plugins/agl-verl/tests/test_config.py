@@ -55,9 +55,10 @@ def test_overrides_merge_into_the_tree_with_dotted_keys() -> None:
         ),
         ({"ppo_micro_batch_size_per_gpu": 3}, "not divisible by ppo_micro_batch_size_per_gpu (3)"),
         ({"adv_estimator": "gae"}, "needs a critic"),
+        ({"resume_mode": "resume_path"}, "needs resume_from_path naming a checkpoint folder"),
     ],
 )
-def test_impossible_combinations_fail_with_the_reason(fields: dict[str, int], needle: str) -> None:
+def test_impossible_combinations_fail_with_the_reason(fields: dict[str, object], needle: str) -> None:
     with pytest.raises(VerlConfigError, match="Invalid agl-verl configuration") as info:
         VerlConfig(model_path="m", **fields)  # type: ignore[arg-type]
     assert needle in str(info.value)

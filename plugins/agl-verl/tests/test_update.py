@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from omegaconf.errors import ConfigKeyError
 
 from agl_verl import VERL, VerlConfig, VerlConfigError
-from agl_verl.data import build_data_proto
+from agl_verl.data import build_data_proto, write_samples
 from agl_verl.samples import Sample
 from agl_verl.update import compose_verl_config, prepare_for_update
 
@@ -74,6 +77,24 @@ def test_prepare_for_update_pads_to_whole_minibatches_with_rows_that_add_nothing
     assert batch.batch["advantages"][3].abs().sum() == 0
     assert batch.batch["input_ids"][3].tolist() == batch.batch["input_ids"][0].tolist()
     assert batch.non_tensor_batch["uid"].tolist() == ["a", "a", "b", "a"]
+
+
+def test_rollout_data_dir_lines_hold_each_real_sample_unpadded(tmp_path: Path) -> None:
+    config = VerlConfig(model_path="m", rollout_n=2, train_batch_size=2, ppo_mini_batch_size=2)
+    samples = [_sample("a", 1.0, prompt_len=2), _sample("a", 0.0), _sample("b", 1.0, response=1)]
+    batch, _ = build_data_proto(samples, pad_token_id=0, max_prompt_length=8, max_response_length=8)
+    rollout_lp = batch.batch.pop("agl_rollout_log_probs")
+    batch, _ = prepare_for_update(batch, config)  # one padding row, left out of the file
+    batch.batch["old_log_probs"] = torch.full(batch.batch["responses"].shape, -0.5)
+    path = tmp_path / "1.jsonl"
+    assert write_samples(batch, rollout_lp, path) == 3
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["prompt_ids"] for line in lines] == [[1, 2], [1, 2, 3], [1, 2, 3]]
+    assert [line["response_ids"] for line in lines] == [[7, 7], [7, 7], [7]]
+    assert [line["reward"] for line in lines] == [1.0, 0.0, 1.0]
+    assert lines[0]["advantage"] > 0 > lines[1]["advantage"]
+    assert lines[2]["rollout_log_probs"] == [None] and lines[2]["old_log_probs"] == [-0.5]
+    assert [line["uid"] for line in lines] == ["a", "a", "b"]
 
 
 def test_prepare_for_update_skips_a_batch_with_no_sample_left() -> None:

@@ -24,7 +24,10 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def child_env() -> Iterator[dict[str, str]]:
-    """Environment of a child that starts Ray or vLLM: one thread per op, Ray in a short tmp dir."""
+    """Environment of a child that starts Ray or vLLM: one thread per op, Ray in a short tmp dir.
+
+    ``AGL_VERL_DEVICE=cuda`` (``gpu_check.sh``) leaves vLLM to pick its CUDA build.
+    """
     with tempfile.TemporaryDirectory(prefix="aglray-", dir="/tmp") as ray_tmp:
         env = dict(os.environ)
         env |= {
@@ -36,8 +39,8 @@ def child_env() -> Iterator[dict[str, str]]:
             "RAY_USAGE_STATS_ENABLED": "0",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
-            "VLLM_TARGET_DEVICE": "cpu",
-            "VLLM_CPU_KVCACHE_SPACE": "1",
             "WANDB_MODE": "disabled",
         }
+        if os.environ.get("AGL_VERL_DEVICE", "cpu") == "cpu":  # gpu_check.sh sets cuda
+            env |= {"VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "1"}
         yield env

@@ -1,8 +1,10 @@
-"""agl-verl's real loop turns on CPU: two GRPO steps of verl 0.9.1 fed by agl agents through the proxy.
+"""agl-verl's real loop turns on CPU: GRPO steps of verl 0.9.1 fed by agl agents through the proxy.
 
-One run of ``loop_run.py`` (subprocess, bounded: a failed weight sync into vLLM-CPU hangs instead of
-exiting), then checks on what it wrote: steps, gradient, log-prob agreement after the weight sync,
-token ids, store contents.
+Two runs of ``loop_run.py`` (subprocesses, bounded: a failed weight sync into vLLM-CPU hangs instead of
+exiting): step 1, saved as a checkpoint; then a new trainer resumed from it for step 2 and a validation.
+Then checks on what they wrote: steps, gradient, log-prob agreement after the weight sync, token ids of
+both agents (a tool-calling function and a program), store contents, and that the resumed actor holds
+the saved weights.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +26,20 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE.parents[2] / ".agl" / "test-verl" / "loop"
-STEPS = 2
+STEPS = 2  # step 1 in the first run, step 2 in the resumed one
+DEVICE = os.environ.get("AGL_VERL_DEVICE", "cpu")  # gpu_check.sh: cuda
 TIMEOUT_S = float(os.environ.get("AGL_VERL_CPU_TIMEOUT", "1500"))
 
 
-@pytest.fixture(scope="module")
-def run(model_dir: Path, child_env: dict[str, str]) -> Any:
-    """Run the loop once for the module; its result.json (kept with the run's output in .agl/test-verl)."""
-    out = OUT
-    shutil.rmtree(out, ignore_errors=True)
+def _run_loop(out: Path, args: list[str], model_dir: Path, env: dict[str, str]) -> Any:
+    """One ``loop_run.py`` run into ``out``, killed as a group past the bound; its result.json."""
     out.mkdir(parents=True)
-    cmd = [sys.executable, str(HERE / "loop_run.py"), str(model_dir), str(out), "--steps", str(STEPS)]
+    cmd = [sys.executable, str(HERE / "loop_run.py"), str(model_dir), str(out), "--ckpt", str(OUT / "ckpt")]
     log = out / "output.txt"
     with log.open("wb") as sink:
         # own session: Ray's helper processes stay in it, so one killpg ends all that the run started
         proc = subprocess.Popen(
-            cmd, env=child_env, cwd=out, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+            cmd + args, env=env, cwd=out, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
         returncode: int | None = proc.wait(timeout=TIMEOUT_S)
@@ -50,8 +51,28 @@ def run(model_dir: Path, child_env: dict[str, str]) -> Any:
     tail = log.read_text(errors="replace")[-6000:]
     if returncode is None:
         pytest.fail(f"the CPU loop did not finish in {TIMEOUT_S:.0f} s (a hung weight sync?):\n{tail}")
-    assert returncode == 0, f"loop_run.py failed ({returncode}):\n{tail}"
+    assert returncode == 0, f"loop_run.py {' '.join(args)} failed ({returncode}):\n{tail}"
     return json.loads((out / "result.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def runs(model_dir: Path, child_env: dict[str, str]) -> Iterator[list[Any]]:
+    """Step 1 with a checkpoint, then step 2 resumed from it; both results (kept in .agl/test-verl).
+
+    The checkpoint (2.1 GB: model, optimizer, a Hugging Face copy) is deleted after the module's tests.
+    """
+    shutil.rmtree(OUT, ignore_errors=True)
+    first = _run_loop(OUT / "first", ["--steps", "1", "--save"], model_dir, child_env)
+    resume = ["--steps", str(STEPS), "--resume", "--validate"]
+    resumed = _run_loop(OUT / "resumed", resume, model_dir, child_env)
+    yield [first, resumed]
+    shutil.rmtree(OUT / "ckpt", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def run(runs: list[Any]) -> dict[str, Any]:
+    """Both runs as one: their step metrics, rollouts and agent calls in order."""
+    return {key: runs[0][key] + runs[1][key] for key in ("history", "rollouts", "agent_calls")}
 
 
 def _kill_group(pgid: int) -> None:
@@ -101,9 +122,66 @@ def test_gradient_flows_on_a_step_whose_group_rewards_differ(run: Any) -> None:
 
 
 def test_rollout_logprobs_match_the_actor_after_the_weight_sync(run: Any) -> None:
-    # step 2 samples from weights synced after step 1's update; vLLM runs bf16, the actor fp32
+    # step 2 samples from the weights the resumed actor synced into a fresh vLLM (step 1's update, see
+    # test_the_resumed_actor_holds_the_saved_weights); vLLM runs bf16, the actor fp32
     last = _train_steps(run)[-1]
     assert last["agl/rollout_logprob_n_tokens"] > 0
     assert last["agl/rollout_actor_logprob_corr"] > 0.98, last
     assert last["agl/rollout_logprob_abs_diff_mean"] < 0.1, last
     assert not math.isnan(last["agl/rollout_logprob_abs_diff_max"])
+
+
+def test_both_agents_ran_in_every_step(runs: list[Any]) -> None:
+    for result in runs:
+        train = [r for r in result["rollouts"] if r["mode"] == "train"]
+        assert sorted(r["kind"] for r in train) == ["program"] * 4 + ["tool"] * 4
+        for rollout in train:  # the program exited 0 once per rollout; the function agent ran no program
+            assert rollout["program_exit_codes"] == ([0] if rollout["kind"] == "program" else []), rollout
+
+
+def test_the_resumed_run_continues_the_step_counter_and_the_data(runs: list[Any]) -> None:
+    first, resumed = ([int(h["step"]) for h in _train_steps(r)] for r in runs)
+    assert (first, resumed) == ([1], [2])
+    ckpt = OUT / "ckpt"
+    assert (ckpt / "latest_checkpointed_iteration.txt").read_text().strip() == "1"
+    assert (ckpt / "global_step_1" / "data.pt").is_file()  # the dataloader's position
+    questions = [{r["question"] for r in result["rollouts"] if r["mode"] == "train"} for result in runs]
+    assert len(questions[0]) == len(questions[1]) == 4
+    assert not questions[0] & questions[1], "the resumed run started the data over"
+
+
+def test_validation_ran_after_the_last_step(runs: list[Any]) -> None:
+    val = [r for r in runs[1]["rollouts"] if r["mode"] == "val"]
+    assert sorted(r["kind"] for r in val) == ["program", "tool"]
+    assert all(r["status"] == "succeeded" for r in val)
+    last = _train_steps(runs[1])[-1]
+    assert last["val/n_succeeded"] == 2, last
+
+
+def test_the_resumed_actor_holds_the_saved_weights(runs: list[Any], model_dir: Path) -> None:
+    """The resumed actor's log-probs of step 2's samples are those of step 1's saved weights, not the base."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dump = OUT / "resumed" / "samples" / "2.jsonl"
+    samples = [json.loads(line) for line in dump.read_text().splitlines()]
+    assert len(samples) == 16
+    samples = samples[:4]  # ~40 tokens tell them apart (measured: 7e-6 vs 0.039); ~9 s per model
+
+    def mean_abs_diff(folder: Path) -> float:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+        diffs = []
+        with torch.no_grad():
+            for sample in samples:
+                ids = torch.tensor([sample["prompt_ids"] + sample["response_ids"]])
+                logits = model(input_ids=ids).logits[0, len(sample["prompt_ids"]) - 1 : -1]
+                log_probs = torch.log_softmax(logits.float(), dim=-1)
+                mine = log_probs.gather(-1, torch.tensor(sample["response_ids"])[:, None])[:, 0]
+                diffs.append((mine - torch.tensor(sample["old_log_probs"])).abs())
+        return float(torch.cat(diffs).mean())
+
+    saved = mean_abs_diff(OUT / "ckpt" / "global_step_1" / "actor" / "huggingface")
+    base = mean_abs_diff(model_dir)
+    # the same weights: both fp32 on CPU; on CUDA verl's actor computes in bf16 (gpu_check.sh, not yet run)
+    assert saved < (1e-3 if DEVICE == "cpu" else 3e-2), (saved, base)
+    assert base > 5 * saved, (saved, base)  # step 1's update moved the log-probs
