@@ -30,6 +30,7 @@ from agl_core.store.logic.queries import (
     check_span_query,
     check_start_attempt,
     check_start_rollout,
+    check_worker_heartbeat,
     check_worker_query,
 )
 from agl_core.store.logic.watchdog import ScanDebouncer
@@ -45,6 +46,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET, Unset
@@ -743,10 +745,16 @@ class LightningStore(abc.ABC):
     async def _get_worker(self, worker_id: str) -> Worker | None:
         """Backend of `get_worker_by_id`: ``worker_id`` is checked (`logic.check_id`)."""
 
-    @abc.abstractmethod
+    @final
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
         """Heartbeat only: upsert the worker (new ones start ``unknown``), stamp ``last_heartbeat_time``,
         and replace ``heartbeat_stats`` when given. Status comes from attempt writes, never from here."""
+        return await self._update_worker(check_worker_heartbeat(WorkerHeartbeat(worker_id, heartbeat_stats)))
+
+    @abc.abstractmethod
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
+        """Backend of `update_worker`: `request` is checked (`logic.check_worker_heartbeat`); stamp
+        ``last_heartbeat_time`` with `logic.worker_updates_for_heartbeat` and upsert the worker."""
 
 
 _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
@@ -762,6 +770,7 @@ _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
     AttemptQuery: (check_attempt_query, "_query_attempts"),
     AddSpans: (check_add_spans, "_insert_spans"),
     SpanSequenceIds: (check_sequence_ids, "_issue_sequence_ids"),
+    WorkerHeartbeat: (check_worker_heartbeat, "_update_worker"),
 }
 """Request type -> its check and the backend method that runs it."""
 
@@ -787,6 +796,7 @@ BACKEND_METHODS: dict[str, str] = {
     "get_latest_attempt": "_get_latest_attempt",
     "get_resources_by_id": "_get_resources",
     "get_worker_by_id": "_get_worker",
+    "update_worker": "_update_worker",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 

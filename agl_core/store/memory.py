@@ -44,7 +44,6 @@ from agl_core.store.base import (
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
-    Unset,
 )
 from agl_core.store.errors import (
     AttemptNotFoundError,
@@ -90,6 +89,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
@@ -562,16 +562,14 @@ class InMemoryLightningStore(LightningStore):
         with self._lock:
             return self._state.workers.get(worker_id)
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
         """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
-        if not isinstance(worker_id, str) or not worker_id:
-            raise InvalidRequestError(f"worker_id must be a non-empty string, got {worker_id!r}.")
-        check_id("worker_id", worker_id)
         st = self._state
         with self._lock:
-            updates = worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
-            st.upsert_worker(worker_id, updates)
-            return st.workers[worker_id]
+            st.upsert_worker(
+                request.worker_id, worker_updates_for_heartbeat(self.clock(), request.heartbeat_stats)
+            )
+            return st.workers[request.worker_id]
 
 
 def estimate_model_size(obj: Any) -> int:

@@ -48,7 +48,6 @@ from agl_core.store.base import (
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
-    Unset,
 )
 from agl_core.store.errors import InvalidRequestError, StoreOpenError
 from agl_core.store.logic import (
@@ -81,6 +80,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 
@@ -471,13 +471,11 @@ class SqliteLightningStore(LightningStore):
             READ,
         )
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
         """See `LightningStore.update_worker`."""
-        check_id("worker_id", worker_id)
-        logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is queued
-        if heartbeat_stats is not UNSET:
-            dump_json("heartbeat_stats", heartbeat_stats)
-        return await self._call(self._heartbeat, (worker_id, heartbeat_stats), WRITE_ONE)
+        if request.heartbeat_stats is not UNSET:
+            dump_json("heartbeat_stats", request.heartbeat_stats)
+        return await self._call(self._heartbeat, (request.worker_id, request.heartbeat_stats), WRITE_ONE)
 
     def _heartbeat(self, worker_id: str, heartbeat_stats: Any) -> Worker:
         updates = logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)

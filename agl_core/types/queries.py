@@ -37,6 +37,7 @@ __all__ = [
     "StartAttempt",
     "StartRollout",
     "StoreQuery",
+    "WorkerHeartbeat",
     "WorkerQuery",
 ]
 
@@ -259,3 +260,14 @@ class SpanSequenceIds:
     ``(rollout_id, attempt_id)`` pair; checked, at least one pair."""
 
     pairs: Sequence[tuple[str, str]]
+
+
+@dataclass(slots=True)
+class WorkerHeartbeat:
+    """An ``update_worker`` call: a heartbeat of one worker, replacing its stats unless they are `UNSET`.
+
+    After `agl_core.store.logic.check_worker_heartbeat`: a non-empty id and a copied dict (or `UNSET`).
+    """
+
+    worker_id: Any
+    heartbeat_stats: Any = UNSET

@@ -53,7 +53,6 @@ from agl_core.store.base import (
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
-    Unset,
 )
 from agl_core.store.errors import AttemptNotFoundError, InvalidRequestError, RolloutNotFoundError
 from agl_core.store.http.errors import StoreServerError, StoreUnavailableError, exception_from_payload
@@ -81,6 +80,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
@@ -677,13 +677,11 @@ class LightningStoreClient(LightningStore):
             return None
         return await self._request("get_worker", worker_id=worker_id)  # type: ignore[no-any-return]
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
         """See `LightningStore.update_worker`."""
-        if worker_id == "":
-            raise InvalidRequestError("worker_id must be a non-empty string.")
-        payload = {} if heartbeat_stats is UNSET else {"heartbeat_stats": heartbeat_stats}
-        _check_values(payload)
-        return await self._request("update_worker", payload, worker_id=worker_id)  # type: ignore[no-any-return]
+        stats = request.heartbeat_stats
+        payload = {} if stats is UNSET else {"heartbeat_stats": stats}
+        return await self._request("update_worker", payload, worker_id=request.worker_id)  # type: ignore[no-any-return]
 
 
 # ---------------------------------------------------------------------------------- helpers

@@ -35,6 +35,7 @@ from agl_core.store.logic.filters import (
     worker_query_filter,
 )
 from agl_core.store.logic.sorting import sort_key_for, validate_pagination
+from agl_core.store.logic.workers import worker_updates_for_heartbeat
 from agl_core.types import Attempt, EnqueueRolloutRequest, Rollout, Span, Worker
 from agl_core.types.queries import (
     AddSpans,
@@ -48,6 +49,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.unset import UNSET
@@ -67,6 +69,7 @@ __all__ = [
     "check_span_query",
     "check_start_attempt",
     "check_start_rollout",
+    "check_worker_heartbeat",
     "check_worker_query",
     "encode_rollout_update",
     "with_attempt",
@@ -284,6 +287,16 @@ def check_start_attempt(request: StartAttempt) -> StartAttempt:
     """Check a `StartAttempt`."""
     check_id("rollout_id", request.rollout_id)
     return StartAttempt(request.rollout_id, check_optional_str("worker_id", request.worker_id))
+
+
+def check_worker_heartbeat(request: WorkerHeartbeat) -> WorkerHeartbeat:
+    """Check a `WorkerHeartbeat`: a non-empty id without NUL and stats that are a JSON dict (copied)."""
+    worker_id = request.worker_id
+    if not isinstance(worker_id, str) or not worker_id:
+        raise InvalidRequestError(f"worker_id must be a non-empty string, got {worker_id!r}.")
+    check_no_nul("worker_id", worker_id)
+    stats = worker_updates_for_heartbeat(0.0, request.heartbeat_stats).get("heartbeat_stats", UNSET)
+    return WorkerHeartbeat(worker_id, stats)
 
 
 def check_attempt_query(query: AttemptQuery) -> AttemptQuery:

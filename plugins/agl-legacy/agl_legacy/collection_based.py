@@ -1069,7 +1069,7 @@ class CollectionBasedLightningStore(LightningStore03, Generic[T_collections]):
         async with self._read() as c:
             return await c.workers.get(_id_filter("worker_id", worker_id))
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:  # type: ignore[misc]  # final in agl; LightningStore03 routes it here
         """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
         if not isinstance(worker_id, str) or not worker_id:
             raise InvalidRequestError(f"worker_id must be a non-empty string, got {worker_id!r}.")

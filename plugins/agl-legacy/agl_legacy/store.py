@@ -135,6 +135,10 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
         "get_worker_by_id",
         [("get_worker_by_id", lambda store, wid: store.get_worker_by_id(wid))],
     ),
+    "_update_worker": (
+        "update_worker",
+        [("update_worker", lambda store, req: store.update_worker(req.worker_id, req.heartbeat_stats))],
+    ),
     "_start_attempt": (
         "start_attempt",
         [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],

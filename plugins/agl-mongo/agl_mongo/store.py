@@ -20,7 +20,6 @@ from agl_core.store import (
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
-    Unset,
 )
 from agl_core.store import logic as store_logic
 from agl_core.store.logic import (
@@ -52,6 +51,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
@@ -420,13 +420,12 @@ class MongoLightningStore(LightningStore):
         """See `LightningStore.get_worker_by_id`."""
         return await workers.get_worker(self._ctx, worker_id)
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
         """See `LightningStore.update_worker`."""
-        check_id("worker_id", worker_id)
-        updates = store_logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
-        if heartbeat_stats is not UNSET:
-            dump_json("heartbeat_stats", heartbeat_stats)
-        worker = await workers.upsert_worker(self._ctx, worker_id, updates, fetch=True)
+        updates = store_logic.worker_updates_for_heartbeat(self.clock(), request.heartbeat_stats)
+        if request.heartbeat_stats is not UNSET:
+            dump_json("heartbeat_stats", request.heartbeat_stats)
+        worker = await workers.upsert_worker(self._ctx, request.worker_id, updates, fetch=True)
         assert worker is not None
         return worker
 

@@ -20,7 +20,6 @@ from agl_core.store import (
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
-    Unset,
     logic,
 )
 from agl_core.types import (
@@ -46,6 +45,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
@@ -392,11 +392,14 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.get_worker_by_id`."""
         return await self._run(lambda conn, retrying: reads.get_worker(conn, worker_id))
 
-    async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
+    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
         """See `LightningStore.update_worker`."""
-        check_id("worker_id", worker_id)
-        logic.worker_updates_for_heartbeat(0.0, heartbeat_stats)  # validates before anything is sent
-        stats = UNSET if heartbeat_stats is UNSET else dump_json("heartbeat_stats", heartbeat_stats)
+        worker_id = request.worker_id
+        stats = (
+            UNSET
+            if request.heartbeat_stats is UNSET
+            else dump_json("heartbeat_stats", request.heartbeat_stats)
+        )
 
         async def call(conn: Any, retrying: bool) -> Worker:
             updates = logic.worker_updates_for_heartbeat(self.clock(), UNSET)
