@@ -696,9 +696,14 @@ class LightningStore(abc.ABC):
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """Backend of `get_resources_by_id`: ``resources_id`` is checked (`logic.check_id`)."""
 
-    @abc.abstractmethod
+    @final
     async def get_latest_resources(self) -> ResourcesUpdate | None:
         """The most recently added or updated snapshot, or None when there is none."""
+        return await self._get_latest_resources()
+
+    @abc.abstractmethod
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
+        """Backend of `get_latest_resources` (it takes no arguments, so there is nothing to check)."""
 
     @abc.abstractmethod
     async def query_resources(
@@ -796,6 +801,7 @@ BACKEND_METHODS: dict[str, str] = {
     "get_latest_attempt": "_get_latest_attempt",
     "get_resources_by_id": "_get_resources",
     "get_worker_by_id": "_get_worker",
+    "get_latest_resources": "_get_latest_resources",
     "update_worker": "_update_worker",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""

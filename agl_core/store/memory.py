@@ -511,7 +511,7 @@ class InMemoryLightningStore(LightningStore):
         with self._lock:
             return self._state.resources.get(resources_id)
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """The most recently added or updated snapshot, or None."""
         st = self._state
         with self._lock:

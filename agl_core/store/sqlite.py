@@ -428,7 +428,7 @@ class SqliteLightningStore(LightningStore):
         """See `LightningStore.get_resources_by_id`."""
         return await self._call(resources_ops.get_resources, (self._ops, resources_id), READ)
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """See `LightningStore.get_latest_resources`."""
         return await self._call(resources_ops.get_latest_resources, (self._ops,), READ)
 

@@ -639,7 +639,7 @@ class LightningStoreClient(LightningStore):
             return None
         return await self._request("get_resources", resources_id=resources_id)  # type: ignore[no-any-return]
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """See `LightningStore.get_latest_resources`."""
         return await self._request("latest_resources")  # type: ignore[no-any-return]
 

@@ -1006,7 +1006,7 @@ class CollectionBasedLightningStore(LightningStore03, Generic[T_collections]):
         async with self._read() as c:
             return await c.resources.get(_id_filter("resources_id", resources_id))
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def get_latest_resources(self) -> ResourcesUpdate | None:  # type: ignore[misc]  # final in agl; LightningStore03 routes it here
         """The most recently added or updated snapshot, or None."""
         async with self._read() as c:
             return await self._latest_resources(c)

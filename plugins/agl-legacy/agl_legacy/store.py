@@ -139,6 +139,10 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
         "update_worker",
         [("update_worker", lambda store, req: store.update_worker(req.worker_id, req.heartbeat_stats))],
     ),
+    "_get_latest_resources": (
+        "get_latest_resources",
+        [("get_latest_resources", lambda store, _: store.get_latest_resources())],
+    ),
     "_start_attempt": (
         "start_attempt",
         [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],
@@ -160,7 +164,7 @@ def _not_implemented(name: str, doc_of: str) -> Callable[..., Any]:
 
 
 def _through(call: Call, name: str) -> Callable[..., Any]:
-    async def method(self: LightningStore, request: Any, where: Any = None) -> Any:
+    async def method(self: LightningStore, request: Any = None, where: Any = None) -> Any:
         return await call(self, request)
 
     method.__name__ = method.__qualname__ = name

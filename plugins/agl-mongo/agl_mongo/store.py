@@ -387,7 +387,7 @@ class MongoLightningStore(LightningStore):
         """See `LightningStore.get_resources_by_id`."""
         return await resources.get_resources(self._ctx, resources_id)
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """See `LightningStore.get_latest_resources`."""
         return await resources.get_latest_resources(self._ctx)
 

@@ -354,7 +354,7 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.get_resources_by_id`."""
         return await self._run(lambda conn, retrying: resources.get_resources(conn, resources_id))
 
-    async def get_latest_resources(self) -> ResourcesUpdate | None:
+    async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """See `LightningStore.get_latest_resources`."""
         return await self._run(lambda conn, retrying: resources.get_latest_resources(conn))
 
