@@ -30,6 +30,7 @@ from agl_core.store.logic.queries import (
     check_span_query,
     check_start_attempt,
     check_start_rollout,
+    check_update_resources,
     check_worker_heartbeat,
     check_worker_query,
 )
@@ -46,6 +47,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
@@ -678,14 +680,28 @@ class LightningStore(abc.ABC):
 
     # ------------------------------------------------------------------ resources
 
-    @abc.abstractmethod
+    @final
     async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
-        """Store a new snapshot under a fresh ``rs-`` id at version 1; it becomes the latest."""
+        """Store a new snapshot under a fresh ``rs-`` id at version 1; it becomes the latest.
+
+        Raises `InvalidRequestError` when ``resources`` is not a dict of name -> resource.
+        """
+        return await self._add_resources(resources)
 
     @abc.abstractmethod
+    async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+        """Backend of `add_resources`: validate ``resources`` as you encode them (`InvalidRequestError`)."""
+
+    @final
     async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
         """Upsert: version 1 for an unknown id, else version+1 with a new ``update_time`` and the same
         ``create_time``. The result becomes the latest (quirk 2, kept on purpose)."""
+        return await self._update_resources(check_update_resources(UpdateResources(resources_id, resources)))
+
+    @abc.abstractmethod
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
+        """Backend of `update_resources`: ``request.resources_id`` is checked
+        (`logic.check_update_resources`); validate ``request.resources`` as in `_add_resources`."""
 
     @final
     async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
@@ -776,6 +792,7 @@ _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
     AddSpans: (check_add_spans, "_insert_spans"),
     SpanSequenceIds: (check_sequence_ids, "_issue_sequence_ids"),
     WorkerHeartbeat: (check_worker_heartbeat, "_update_worker"),
+    UpdateResources: (check_update_resources, "_update_resources"),
 }
 """Request type -> its check and the backend method that runs it."""
 
@@ -802,6 +819,8 @@ BACKEND_METHODS: dict[str, str] = {
     "get_resources_by_id": "_get_resources",
     "get_worker_by_id": "_get_worker",
     "get_latest_resources": "_get_latest_resources",
+    "add_resources": "_add_resources",
+    "update_resources": "_update_resources",
     "update_worker": "_update_worker",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""

@@ -53,7 +53,6 @@ from agl_core.store.errors import (
 from agl_core.store.logic import (
     NormalizedFilter,
     build_predicate,
-    check_id,
     check_rollout_ids,
     check_timeout,
     draw_unique_id,
@@ -89,6 +88,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
@@ -475,7 +475,7 @@ class InMemoryLightningStore(LightningStore):
         except ValidationError as exc:
             raise _as_invalid_request("resources (expected a dict of name -> resource)", exc) from None
 
-    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+    async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
         """Store a new snapshot under a fresh ``rs-`` id at version 1; it becomes the latest."""
         st = self._state
         with self._lock:
@@ -486,11 +486,9 @@ class InMemoryLightningStore(LightningStore):
             st.latest_resources_id = resources_id
             return update
 
-    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
         """Upsert a snapshot: version 1 for a new id, else version+1 keeping ``create_time``."""
-        if not isinstance(resources_id, str) or not resources_id:
-            raise InvalidRequestError(f"resources_id must be a non-empty string, got {resources_id!r}.")
-        check_id("resources_id", resources_id)
+        resources_id, resources = request.resources_id, request.resources
         st = self._state
         with self._lock:
             st.watchdog()

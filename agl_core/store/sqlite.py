@@ -55,7 +55,6 @@ from agl_core.store.logic import (
     check_timeout,
 )
 from agl_core.store.logic.filters import NormalizedFilter
-from agl_core.store.logic.queries import check_id
 from agl_core.store.logic.waiters import WaiterRegistry, poll_finished_rollouts
 from agl_core.types import (
     Attempt,
@@ -80,6 +79,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
@@ -412,16 +412,14 @@ class SqliteLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ resources
 
-    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+    async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.add_resources`."""
         encoded = dump_resources(resources)
         return await self._call(resources_ops.add_resources, (self._ops, encoded), WRITE)
 
-    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
         """See `LightningStore.update_resources`."""
-        check_id("resources_id", resources_id)
-        encoded = dump_resources(resources)
-        args = (self._ops, resources_id, encoded)
+        args = (self._ops, request.resources_id, dump_resources(request.resources))
         return await self._call(resources_ops.update_resources, args, WRITE, guarded=True)
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:

@@ -37,6 +37,7 @@ __all__ = [
     "StartAttempt",
     "StartRollout",
     "StoreQuery",
+    "UpdateResources",
     "WorkerHeartbeat",
     "WorkerQuery",
 ]
@@ -271,3 +272,14 @@ class WorkerHeartbeat:
 
     worker_id: Any
     heartbeat_stats: Any = UNSET
+
+
+@dataclass(slots=True)
+class UpdateResources:
+    """An ``update_resources`` call: the snapshot to store under ``resources_id`` (an upsert).
+
+    After `agl_core.store.logic.check_update_resources`: a non-empty id; the resources as given.
+    """
+
+    resources_id: Any
+    resources: Any

@@ -80,6 +80,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
@@ -621,16 +622,14 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ resources
 
-    async def add_resources(self, resources: NamedResources) -> ResourcesUpdate:
+    async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.add_resources`."""
         return await self._request("add_resources", _resources_payload(resources))  # type: ignore[no-any-return]
 
-    async def update_resources(self, resources_id: str, resources: NamedResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
         """See `LightningStore.update_resources` (an upsert)."""
-        if resources_id == "":
-            raise InvalidRequestError("resources_id must be a non-empty string.")
         return await self._request(  # type: ignore[no-any-return]
-            "update_resources", _resources_payload(resources), resources_id=resources_id
+            "update_resources", _resources_payload(request.resources), resources_id=request.resources_id
         )
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:

@@ -49,6 +49,7 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "check_span_query",
     "check_start_attempt",
     "check_start_rollout",
+    "check_update_resources",
     "check_worker_heartbeat",
     "check_worker_query",
     "encode_rollout_update",
@@ -287,6 +289,15 @@ def check_start_attempt(request: StartAttempt) -> StartAttempt:
     """Check a `StartAttempt`."""
     check_id("rollout_id", request.rollout_id)
     return StartAttempt(request.rollout_id, check_optional_str("worker_id", request.worker_id))
+
+
+def check_update_resources(request: UpdateResources) -> UpdateResources:
+    """Check an `UpdateResources`: a non-empty id without NUL (the backend validates the resources)."""
+    resources_id = request.resources_id
+    if not isinstance(resources_id, str) or not resources_id:
+        raise InvalidRequestError(f"resources_id must be a non-empty string, got {resources_id!r}.")
+    check_no_nul("resources_id", resources_id)
+    return request
 
 
 def check_worker_heartbeat(request: WorkerHeartbeat) -> WorkerHeartbeat:

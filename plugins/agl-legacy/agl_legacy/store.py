@@ -143,6 +143,14 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
         "get_latest_resources",
         [("get_latest_resources", lambda store, _: store.get_latest_resources())],
     ),
+    "_add_resources": (
+        "add_resources",
+        [("add_resources", lambda store, resources: store.add_resources(resources))],
+    ),
+    "_update_resources": (
+        "update_resources",
+        [("update_resources", lambda store, req: store.update_resources(req.resources_id, req.resources))],
+    ),
     "_start_attempt": (
         "start_attempt",
         [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],

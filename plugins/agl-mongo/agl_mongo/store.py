@@ -51,12 +51,12 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_mongo import attempts, queue, resources, rollouts, spans, workers
 from agl_mongo.codec import (
-    check_id,
     config_fields,
     dump_json,
     dump_resources,
@@ -372,16 +372,15 @@ class MongoLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ resources
 
-    async def add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
+    async def _add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.add_resources`."""
         return await resources.add_resources(self._ctx, dump_resources(resources_))
 
-    async def update_resources(self, resources_id: str, resources_: NamedResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
         """See `LightningStore.update_resources`."""
-        check_id("resources_id", resources_id)
-        encoded = dump_resources(resources_)
+        encoded = dump_resources(request.resources)
         await self._guard()
-        return await resources.update_resources(self._ctx, resources_id, encoded)
+        return await resources.update_resources(self._ctx, request.resources_id, encoded)
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""

@@ -45,12 +45,13 @@ from agl_core.types.queries import (
     SpanSequenceIds,
     StartAttempt,
     StartRollout,
+    UpdateResources,
     WorkerHeartbeat,
     WorkerQuery,
 )
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 from agl_postgres import ops, reads, resources, spans
-from agl_postgres.codec import check_id, config_columns, dump_json, dump_resources, metadata_json
+from agl_postgres.codec import config_columns, dump_json, dump_resources, metadata_json
 from agl_postgres.connection import Call, PostgresConnection
 from agl_postgres.uri import parse_postgres_uri
 
@@ -332,7 +333,7 @@ class PostgresLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ resources
 
-    async def add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
+    async def _add_resources(self, resources_: NamedResources) -> ResourcesUpdate:
         """See `LightningStore.add_resources`."""
         encoded = dump_resources(resources_)
         resources_id = logic.new_resources_id()
@@ -342,10 +343,9 @@ class PostgresLightningStore(LightningStore):
             )
         )
 
-    async def update_resources(self, resources_id: str, resources_: NamedResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
         """See `LightningStore.update_resources`."""
-        check_id("resources_id", resources_id)
-        encoded = dump_resources(resources_)
+        resources_id, encoded = request.resources_id, dump_resources(request.resources)
         return await self._run(
             lambda conn, retrying: resources.update_resources(conn, resources_id, encoded, self.clock()), True
         )
