@@ -11,6 +11,8 @@ is the same class under agl's earlier name.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -317,7 +319,10 @@ class TraceTree:
         return rewards
 
     def extract_prompt_image_urls(self, prompt_raw_content: Any) -> list[str]:
-        """Image URLs in prompt messages (a list of messages, or a dict keyed "0", "1", ...), in order."""
+        """Image URLs in prompt messages (a list of messages, or a dict keyed "0", "1", ...), in order.
+
+        A message's ``content`` may be the list of parts or that list as a JSON string.
+        """
         if isinstance(prompt_raw_content, dict):
             numeric = sorted((k for k in prompt_raw_content if str(k).isdigit()), key=int)
             messages = [prompt_raw_content[k] for k in numeric] if numeric else [prompt_raw_content]
@@ -325,7 +330,16 @@ class TraceTree:
             messages = prompt_raw_content
         else:
             return []
-        return _genai.image_urls([m for m in messages if isinstance(m, dict)])
+        decoded = []
+        for message in messages:
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            if isinstance(content, str) and content.lstrip().startswith("["):
+                with contextlib.suppress(ValueError):  # a JSON string, as 0.3's reader accepted
+                    message = {**message, "content": json.loads(content)}
+            decoded.append(message)
+        return _genai.image_urls(decoded)
 
     def span_to_triplet(self, span: Span, agent_name: str | None) -> Triplet:
         """The triplet of one LLM-call span (the format of ``TracerTraceToTriplet.span_to_triplet``)."""

@@ -467,13 +467,23 @@ class LightningStore(abc.ABC):
     async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """Backend of `query_attempts`: `query` is checked (`logic.check_attempt_query`)."""
 
-    @abc.abstractmethod
+    @final
     async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """The rollout with its latest attempt attached when it has one; None if unknown."""
+        return await self._get_rollout(check_id("rollout_id", rollout_id))
 
     @abc.abstractmethod
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+        """Backend of `get_rollout_by_id`: ``rollout_id`` is checked (`logic.check_id`)."""
+
+    @final
     async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """The attempt with the highest ``sequence_id``; None if the rollout is unknown or has no attempt."""
+        return await self._get_latest_attempt(check_id("rollout_id", rollout_id))
+
+    @abc.abstractmethod
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+        """Backend of `get_latest_attempt`: ``rollout_id`` is checked (`logic.check_id`)."""
 
     @final
     async def update_rollout(
@@ -675,9 +685,14 @@ class LightningStore(abc.ABC):
         """Upsert: version 1 for an unknown id, else version+1 with a new ``update_time`` and the same
         ``create_time``. The result becomes the latest (quirk 2, kept on purpose)."""
 
-    @abc.abstractmethod
+    @final
     async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
         """The snapshot with this id, or None."""
+        return await self._get_resources(check_id("resources_id", resources_id))
+
+    @abc.abstractmethod
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
+        """Backend of `get_resources_by_id`: ``resources_id`` is checked (`logic.check_id`)."""
 
     @abc.abstractmethod
     async def get_latest_resources(self) -> ResourcesUpdate | None:
@@ -719,9 +734,14 @@ class LightningStore(abc.ABC):
         """Backend of `query_workers`: `query` is checked and ``where`` is its filter
         (`logic.check_worker_query`)."""
 
-    @abc.abstractmethod
+    @final
     async def get_worker_by_id(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
+        return await self._get_worker(check_id("worker_id", worker_id))
+
+    @abc.abstractmethod
+    async def _get_worker(self, worker_id: str) -> Worker | None:
+        """Backend of `get_worker_by_id`: ``worker_id`` is checked (`logic.check_id`)."""
 
     @abc.abstractmethod
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:
@@ -763,6 +783,10 @@ BACKEND_METHODS: dict[str, str] = {
     "add_otel_span": "_insert_spans",
     "get_next_span_sequence_id": "_issue_sequence_ids",
     "get_many_span_sequence_ids": "_issue_sequence_ids",
+    "get_rollout_by_id": "_get_rollout",
+    "get_latest_attempt": "_get_latest_attempt",
+    "get_resources_by_id": "_get_resources",
+    "get_worker_by_id": "_get_worker",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""
 

@@ -18,7 +18,9 @@ StoreError(AglError)          # AglError: the root of agl's own errors (agl_core
 ```
 
 `NotFoundError` is also a `ValueError` because Agent Lightning 0.3 raised `ValueError` for unknown
-ids; code written against it (`except ValueError`) keeps working. Check `NotFoundError` before
+ids; code written against it (`except ValueError`) keeps working, and the not-found messages start
+with 0.3's sentence ("Rollout ro-x not found", "Attempt at-y not found for rollout ro-x", "No attempts
+found for rollout ro-x"), then say how to fix it. Check `NotFoundError` before
 `InvalidRequestError` when mapping to status codes.
 
 Every message names the offending value and says how to fix it. `str(error)` is the plain message
@@ -75,7 +77,7 @@ class RolloutNotFoundError(NotFoundError):
         self.rollout_id = rollout_id
         super().__init__(
             message
-            or f"Rollout {rollout_id!r} not found. Use an id returned by enqueue_rollout()/start_rollout(), "
+            or f"Rollout {rollout_id} not found. Use an id returned by enqueue_rollout()/start_rollout(), "
             "or list the existing ones with query_rollouts()."
         )
 
@@ -92,12 +94,12 @@ class AttemptNotFoundError(NotFoundError):
         if message is None:
             if attempt_id == "latest":
                 message = (
-                    f"Rollout {rollout_id!r} has no attempt yet, so 'latest' does not resolve. "
+                    f"No attempts found for rollout {rollout_id}, so 'latest' does not resolve. "
                     "Dequeue it (dequeue_rollout) or call start_attempt() first."
                 )
             else:
                 message = (
-                    f"Attempt {attempt_id!r} not found for rollout {rollout_id!r}. "
+                    f"Attempt {attempt_id} not found for rollout {rollout_id}. "
                     "Use an attempt id of this rollout (see query_attempts()) or 'latest'."
                 )
         super().__init__(message)

@@ -293,18 +293,16 @@ class InMemoryLightningStore(LightningStore):
             attempts = sort_items(attempts, sort_by, order, Attempt)
         return paginate(attempts, query.limit, query.offset)
 
-    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """The rollout with its latest attempt attached when it has one; None if unknown."""
-        check_id("rollout_id", rollout_id)
         st = self._state
         with self._lock:
             st.watchdog()
             rec = st.rollouts.get(rollout_id)
             return None if rec is None else st.view(rec)
 
-    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """The attempt with the highest ``sequence_id``, or None."""
-        check_id("rollout_id", rollout_id)
         st = self._state
         with self._lock:
             st.watchdog()
@@ -508,9 +506,8 @@ class InMemoryLightningStore(LightningStore):
             st.latest_resources_id = resources_id
             return update
 
-    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """The snapshot with this id, or None."""
-        check_id("resources_id", resources_id)
         with self._lock:
             return self._state.resources.get(resources_id)
 
@@ -560,9 +557,8 @@ class InMemoryLightningStore(LightningStore):
                 where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
             )
 
-    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+    async def _get_worker(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
-        check_id("worker_id", worker_id)
         with self._lock:
             return self._state.workers.get(worker_id)
 

@@ -302,9 +302,8 @@ class SqliteLightningStore(LightningStore):
             reads.query_attempts, (self._ops, *args), _read_mode(query.limit, query.offset), guarded=True
         )
 
-    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
-        check_id("rollout_id", rollout_id)
         return await self._call(
             reads.get_rollout,
             (
@@ -315,9 +314,8 @@ class SqliteLightningStore(LightningStore):
             guarded=True,
         )
 
-    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """See `LightningStore.get_latest_attempt`."""
-        check_id("rollout_id", rollout_id)
         return await self._call(
             reads.get_latest_attempt,
             (
@@ -426,9 +424,8 @@ class SqliteLightningStore(LightningStore):
         args = (self._ops, resources_id, encoded)
         return await self._call(resources_ops.update_resources, args, WRITE, guarded=True)
 
-    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""
-        check_id("resources_id", resources_id)
         return await self._call(resources_ops.get_resources, (self._ops, resources_id), READ)
 
     async def get_latest_resources(self) -> ResourcesUpdate | None:
@@ -463,9 +460,8 @@ class SqliteLightningStore(LightningStore):
             reads.query_workers, (self._ops, *args), _read_mode(limit, offset), guarded=True
         )
 
-    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+    async def _get_worker(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
-        check_id("worker_id", worker_id)
         return await self._call(
             reads.get_worker,
             (

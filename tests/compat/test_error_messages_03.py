@@ -79,3 +79,18 @@ def test_proxy_without_models() -> None:
 def test_messages_agl_already_kept(call: Any, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=_match(message)):
         call()
+
+
+async def test_store_not_found_messages() -> None:
+    """0.3's store tests matched these (``match="Rollout nonexistent not found"``)."""
+    store = agl.InMemoryLightningStore()
+    with pytest.raises(ValueError, match=_match("Rollout nonexistent not found")):
+        await store.update_rollout(rollout_id="nonexistent", status="failed")
+    rollout = await store.enqueue_rollout(input={"test": "data"})
+    with pytest.raises(ValueError, match=_match(f"No attempts found for rollout {rollout.rollout_id}")):
+        await store.update_attempt(rollout_id=rollout.rollout_id, attempt_id="latest", status="failed")
+    started = await store.start_rollout(input={"test": "data"})
+    with pytest.raises(
+        ValueError, match=_match(f"Attempt nonexistent not found for rollout {started.rollout_id}")
+    ):
+        await store.update_attempt(rollout_id=started.rollout_id, attempt_id="nonexistent", status="failed")

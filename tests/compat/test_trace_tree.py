@@ -127,3 +127,19 @@ def test_visualize_needs_graphviz_and_says_so() -> None:
     except ImportError:
         with pytest.raises(ImportError, match="pip install graphviz"):
             tree.visualize("unused")
+
+
+def test_prompt_image_urls_from_content_recorded_as_a_json_string() -> None:
+    """0.3 instrumentors recorded multimodal content as a JSON string; 0.3's reader decoded it."""
+    import json
+
+    parts = [
+        {"type": "text", "text": "What is in the chart?"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
+    tree = TraceTree.from_spans([agl.Span.from_attributes(attributes={}, name="root")])
+    url = ["data:image/png;base64,AAAA"]
+    as_string = {"0": {"role": "user", "content": json.dumps(parts)}, "prompt_filter_results": {}}
+    assert tree.extract_prompt_image_urls(as_string) == url
+    assert tree.extract_prompt_image_urls([{"role": "user", "content": parts}]) == url
+    assert tree.extract_prompt_image_urls([{"role": "user", "content": "[not json"}]) == []

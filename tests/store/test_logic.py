@@ -610,10 +610,10 @@ def test_validate_span() -> None:
 def test_error_hierarchy_and_messages() -> None:
     err = RolloutNotFoundError("ro-x")
     assert isinstance(err, NotFoundError) and isinstance(err, KeyError) and isinstance(err, ValueError)
-    assert isinstance(err, StoreError) and str(err).startswith("Rollout 'ro-x' not found.")
+    assert isinstance(err, StoreError) and str(err).startswith("Rollout ro-x not found.")
     assert not str(err).startswith('"')  # KeyError would quote it
     assert "start_attempt" in str(AttemptNotFoundError("ro-x", "latest"))
-    assert "'at-1'" in str(AttemptNotFoundError("ro-x", "at-1"))
+    assert str(AttemptNotFoundError("ro-x", "at-1")).startswith("Attempt at-1 not found for rollout ro-x.")
     assert isinstance(ResourcesNotFoundError("rs-1"), KeyError)
     assert isinstance(StoreClosedError("closed"), RuntimeError)
     assert not isinstance(InvalidRequestError("x"), KeyError)

@@ -508,13 +508,13 @@ class LightningStoreClient(LightningStore):
         payload = {"sort_by": query.sort_by, "sort_order": query.sort_order, "limit": limit, "offset": offset}
         return await self._request("query_attempts", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
-    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
         if rollout_id == "":
             return None
         return await self._request("get_rollout", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
-    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """See `LightningStore.get_latest_attempt`."""
         if rollout_id == "":
             return None
@@ -633,7 +633,7 @@ class LightningStoreClient(LightningStore):
             "update_resources", _resources_payload(resources), resources_id=resources_id
         )
 
-    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""
         if resources_id == "":
             return None
@@ -671,7 +671,7 @@ class LightningStoreClient(LightningStore):
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
         return await self._request("query_workers", payload)  # type: ignore[no-any-return]
 
-    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+    async def _get_worker(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
         if worker_id == "":
             return None

@@ -119,6 +119,22 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
             ("get_next_span_sequence_id", _issue_one_by_one),
         ],
     ),
+    "_get_rollout": (
+        "get_rollout_by_id",
+        [("get_rollout_by_id", lambda store, rid: store.get_rollout_by_id(rid))],
+    ),
+    "_get_latest_attempt": (
+        "get_latest_attempt",
+        [("get_latest_attempt", lambda store, rid: store.get_latest_attempt(rid))],
+    ),
+    "_get_resources": (
+        "get_resources_by_id",
+        [("get_resources_by_id", lambda store, rid: store.get_resources_by_id(rid))],
+    ),
+    "_get_worker": (
+        "get_worker_by_id",
+        [("get_worker_by_id", lambda store, wid: store.get_worker_by_id(wid))],
+    ),
     "_start_attempt": (
         "start_attempt",
         [("start_attempt", lambda store, req: store.start_attempt(req.rollout_id, req.worker_id))],

@@ -281,15 +281,13 @@ class MongoLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await rollouts.query_attempts(self._ctx, query.rollout_id, *page)
 
-    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
-        check_id("rollout_id", rollout_id)
         await self._guard()
         return await rollouts.get_rollout(self._ctx, rollout_id)
 
-    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """See `LightningStore.get_latest_attempt`."""
-        check_id("rollout_id", rollout_id)
         await self._guard()
         return await rollouts.get_latest_attempt(self._ctx, rollout_id)
 
@@ -385,9 +383,8 @@ class MongoLightningStore(LightningStore):
         await self._guard()
         return await resources.update_resources(self._ctx, resources_id, encoded)
 
-    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""
-        check_id("resources_id", resources_id)
         return await resources.get_resources(self._ctx, resources_id)
 
     async def get_latest_resources(self) -> ResourcesUpdate | None:
@@ -419,9 +416,8 @@ class MongoLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await workers.query_workers(self._ctx, where, *page)
 
-    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+    async def _get_worker(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
-        check_id("worker_id", worker_id)
         return await workers.get_worker(self._ctx, worker_id)
 
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:

@@ -221,14 +221,12 @@ class PostgresLightningStore(LightningStore):
         rollout_id, page = query.rollout_id, (query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._run(lambda conn, retrying: reads.query_attempts(conn, rollout_id, *page), True)
 
-    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
+    async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
         """See `LightningStore.get_rollout_by_id`."""
-        check_id("rollout_id", rollout_id)
         return await self._run(lambda conn, retrying: reads.get_rollout(conn, rollout_id), True)
 
-    async def get_latest_attempt(self, rollout_id: str) -> Attempt | None:
+    async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         """See `LightningStore.get_latest_attempt`."""
-        check_id("rollout_id", rollout_id)
         return await self._run(lambda conn, retrying: reads.get_latest_attempt(conn, rollout_id), True)
 
     async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
@@ -352,9 +350,8 @@ class PostgresLightningStore(LightningStore):
             lambda conn, retrying: resources.update_resources(conn, resources_id, encoded, self.clock()), True
         )
 
-    async def get_resources_by_id(self, resources_id: str) -> ResourcesUpdate | None:
+    async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
         """See `LightningStore.get_resources_by_id`."""
-        check_id("resources_id", resources_id)
         return await self._run(lambda conn, retrying: resources.get_resources(conn, resources_id))
 
     async def get_latest_resources(self) -> ResourcesUpdate | None:
@@ -391,9 +388,8 @@ class PostgresLightningStore(LightningStore):
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._run(lambda conn, retrying: reads.query_workers(conn, where, *page), True)
 
-    async def get_worker_by_id(self, worker_id: str) -> Worker | None:
+    async def _get_worker(self, worker_id: str) -> Worker | None:
         """See `LightningStore.get_worker_by_id`."""
-        check_id("worker_id", worker_id)
         return await self._run(lambda conn, retrying: reads.get_worker(conn, worker_id))
 
     async def update_worker(self, worker_id: str, heartbeat_stats: dict[str, Any] | Unset = UNSET) -> Worker:

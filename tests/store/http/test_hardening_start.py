@@ -165,7 +165,7 @@ def test_a_full_disk_is_507() -> None:
 class _DiskFullStore(InMemoryLightningStore):
     """A store whose span writes fail as SQLite's do on a full disk (the error is SQLite's own)."""
 
-    async def add_span(self, span):  # type: ignore[no-untyped-def]
+    async def _insert_spans(self, request):  # type: ignore[no-untyped-def]
         raise _disk_full_error()
 
 
