@@ -24,6 +24,7 @@ from agl_core.store.logic.queries import (
     check_enqueue_rollouts,
     check_id,
     check_new_rollout,
+    check_resources_query,
     check_rollout_query,
     check_rollout_update,
     check_sequence_ids,
@@ -41,6 +42,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -229,7 +231,7 @@ class LightningStore(abc.ABC):
         """
         check, backend = _REQUESTS[type(request)]
         checked = check(request)
-        if isinstance(request, (RolloutQuery, SpanQuery, WorkerQuery)):
+        if isinstance(request, (RolloutQuery, SpanQuery, WorkerQuery, ResourcesQuery)):
             return await getattr(self, backend)(request, checked)
         if isinstance(checked, DequeueRollouts) and checked.limit <= 0:
             return []
@@ -721,7 +723,7 @@ class LightningStore(abc.ABC):
     async def _get_latest_resources(self) -> ResourcesUpdate | None:
         """Backend of `get_latest_resources` (it takes no arguments, so there is nothing to check)."""
 
-    @abc.abstractmethod
+    @final
     async def query_resources(
         self,
         *,
@@ -733,6 +735,15 @@ class LightningStore(abc.ABC):
         offset: int = 0,
     ) -> PaginatedResult[ResourcesUpdate]:
         """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
+        query = ResourcesQuery(resources_id, resources_id_contains, sort_by, sort_order, limit, offset)
+        return await self._query_resources(query, check_resources_query(query))
+
+    @abc.abstractmethod
+    async def _query_resources(
+        self, query: ResourcesQuery, where: NormalizedFilter
+    ) -> PaginatedResult[ResourcesUpdate]:
+        """Backend of `query_resources`: `query` is checked and ``where`` is its filter
+        (`logic.check_resources_query`)."""
 
     # ------------------------------------------------------------------ workers
 
@@ -793,6 +804,7 @@ _REQUESTS: dict[type, tuple[Callable[[Any], Any], str]] = {
     SpanSequenceIds: (check_sequence_ids, "_issue_sequence_ids"),
     WorkerHeartbeat: (check_worker_heartbeat, "_update_worker"),
     UpdateResources: (check_update_resources, "_update_resources"),
+    ResourcesQuery: (check_resources_query, "_query_resources"),
 }
 """Request type -> its check and the backend method that runs it."""
 
@@ -821,6 +833,7 @@ BACKEND_METHODS: dict[str, str] = {
     "get_latest_resources": "_get_latest_resources",
     "add_resources": "_add_resources",
     "update_resources": "_update_resources",
+    "query_resources": "_query_resources",
     "update_worker": "_update_worker",
 }
 """Public method -> the backend method it calls after checking its arguments (the others are abstract)."""

@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -59,11 +59,8 @@ from agl_core.store.logic import (
     new_resources_id,
     paginate,
     plan_sequence_ids,
-    resources_query_filter,
     rollout_end_time_for,
     sort_items,
-    sort_key_for,
-    validate_pagination,
     validate_sort_order,
     worker_updates_for_heartbeat,
 )
@@ -82,6 +79,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -516,24 +514,13 @@ class InMemoryLightningStore(LightningStore):
             latest = st.latest_resources_id
             return None if latest is None else st.resources[latest]
 
-    async def query_resources(
-        self,
-        *,
-        resources_id: str | None = None,
-        resources_id_contains: str | None = None,
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_resources(
+        self, query: ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
-        predicate = build_predicate(
-            resources_query_filter(resources_id=resources_id, resources_id_contains=resources_id_contains)
-        )
-        validate_pagination(limit, offset)
-        order = validate_sort_order(sort_order)
-        if sort_by is not None:
-            sort_key_for(sort_by, ResourcesUpdate)
+        predicate = build_predicate(where)
+        resources_id, sort_by, limit, offset = query.resources_id, query.sort_by, query.limit, query.offset
+        order = validate_sort_order(query.sort_order)
         st = self._state
         with self._lock:
             if resources_id is not None:

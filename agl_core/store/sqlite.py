@@ -32,7 +32,7 @@ import os
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 from agl_core.store import _sqlite_reads as reads
@@ -73,6 +73,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -430,22 +431,12 @@ class SqliteLightningStore(LightningStore):
         """See `LightningStore.get_latest_resources`."""
         return await self._call(resources_ops.get_latest_resources, (self._ops,), READ)
 
-    async def query_resources(
-        self,
-        *,
-        resources_id: str | None = None,
-        resources_id_contains: str | None = None,
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_resources(
+        self, query: ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        normalized = logic.resources_query_filter(
-            resources_id=resources_id, resources_id_contains=resources_id_contains
-        )
-        logic.check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
-        args = (self._ops, normalized, sort_by, sort_order, limit, offset)
+        limit, offset = query.limit, query.offset
+        args = (self._ops, where, query.sort_by, query.sort_order, limit, offset)
         return await self._call(resources_ops.query_resources, args, _read_mode(limit, offset))
 
     # ------------------------------------------------------------------ workers

@@ -30,6 +30,7 @@ __all__ = [
     "AttemptUpdate",
     "DequeueRollouts",
     "EnqueueRollouts",
+    "ResourcesQuery",
     "RolloutQuery",
     "RolloutUpdate",
     "SpanQuery",
@@ -283,3 +284,15 @@ class UpdateResources:
 
     resources_id: Any
     resources: Any
+
+
+@dataclass(slots=True)
+class ResourcesQuery(StoreQuery):
+    """Filters (ANDed), sorting and paging of ``query_resources``."""
+
+    resources_id: Any = None
+    resources_id_contains: Any = None
+    sort_by: Any = None
+    sort_order: Any = "asc"
+    limit: Any = -1
+    offset: Any = 0

@@ -38,7 +38,7 @@ import ssl
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
@@ -74,6 +74,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -642,25 +643,11 @@ class LightningStoreClient(LightningStore):
         """See `LightningStore.get_latest_resources`."""
         return await self._request("latest_resources")  # type: ignore[no-any-return]
 
-    async def query_resources(
-        self,
-        *,
-        resources_id: str | None = None,
-        resources_id_contains: str | None = None,
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_resources(
+        self, query: ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        params = _params(
-            resources_id=resources_id,
-            resources_id_contains=resources_id_contains,
-            sort_by=sort_by,
-            sort_order=sort_order,
-            limit=limit,
-            offset=offset,
-        )
+        params = _params(**query.keywords())
         return await self._request("query_resources", params=params)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ workers

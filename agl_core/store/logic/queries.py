@@ -30,19 +30,21 @@ from agl_core.store.logic.checks import (
 from agl_core.store.logic.filters import (
     FilterCondition,
     NormalizedFilter,
+    resources_query_filter,
     rollout_query_filter,
     span_query_filter,
     worker_query_filter,
 )
 from agl_core.store.logic.sorting import sort_key_for, validate_pagination
 from agl_core.store.logic.workers import worker_updates_for_heartbeat
-from agl_core.types import Attempt, EnqueueRolloutRequest, Rollout, Span, Worker
+from agl_core.types import Attempt, EnqueueRolloutRequest, ResourcesUpdate, Rollout, Span, Worker
 from agl_core.types.queries import (
     AddSpans,
     AttemptQuery,
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -64,6 +66,7 @@ __all__ = [
     "check_id",
     "check_new_rollout",
     "check_page",
+    "check_resources_query",
     "check_rollout_query",
     "check_rollout_update",
     "check_sequence_ids",
@@ -153,6 +156,15 @@ def check_rollout_query(query: RolloutQuery) -> NormalizedFilter:
         input_contains=query.input_contains,
     )
     check_page(query.sort_by, query.sort_order, query.limit, query.offset, Rollout)
+    return where
+
+
+def check_resources_query(query: ResourcesQuery) -> NormalizedFilter:
+    """Check a `ResourcesQuery`; return its filter (both conditions ANDed)."""
+    where = resources_query_filter(
+        resources_id=query.resources_id, resources_id_contains=query.resources_id_contains
+    )
+    check_page(query.sort_by, query.sort_order, query.limit, query.offset, ResourcesUpdate)
     return where
 
 

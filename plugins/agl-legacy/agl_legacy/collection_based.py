@@ -1011,7 +1011,7 @@ class CollectionBasedLightningStore(LightningStore03, Generic[T_collections]):
         async with self._read() as c:
             return await self._latest_resources(c)
 
-    async def query_resources(
+    async def query_resources(  # type: ignore[misc]  # final in agl; LightningStore03 routes it here
         self,
         *,
         resources_id: str | None = None,

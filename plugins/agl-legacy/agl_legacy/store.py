@@ -59,6 +59,7 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
     "_query_spans": ("query_spans", [_by_keywords("query_spans")]),
     "_query_workers": ("query_workers", [_by_keywords("query_workers")]),
     "_query_attempts": ("query_attempts", [_by_keywords("query_attempts")]),
+    "_query_resources": ("query_resources", [_by_keywords("query_resources")]),
     "_apply_rollout_update": (
         "update_rollout",
         [("update_rollout", lambda store, u: store.update_rollout(u.rollout_id, **u.changes()))],

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from agl_core.store import (
     UNSET,
@@ -45,6 +45,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -390,22 +391,12 @@ class MongoLightningStore(LightningStore):
         """See `LightningStore.get_latest_resources`."""
         return await resources.get_latest_resources(self._ctx)
 
-    async def query_resources(
-        self,
-        *,
-        resources_id: str | None = None,
-        resources_id_contains: str | None = None,
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_resources(
+        self, query: ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        normalized = store_logic.resources_query_filter(
-            resources_id=resources_id, resources_id_contains=resources_id_contains
-        )
-        store_logic.check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
-        return await resources.query_resources(self._ctx, normalized, sort_by, sort_order, limit, offset)
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await resources.query_resources(self._ctx, where, *page)
 
     # ------------------------------------------------------------------ workers
 

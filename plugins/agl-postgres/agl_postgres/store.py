@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from agl_core.store import (
     UNSET,
@@ -39,6 +39,7 @@ from agl_core.types.queries import (
     AttemptUpdate,
     DequeueRollouts,
     EnqueueRollouts,
+    ResourcesQuery,
     RolloutQuery,
     RolloutUpdate,
     SpanQuery,
@@ -358,26 +359,12 @@ class PostgresLightningStore(LightningStore):
         """See `LightningStore.get_latest_resources`."""
         return await self._run(lambda conn, retrying: resources.get_latest_resources(conn))
 
-    async def query_resources(
-        self,
-        *,
-        resources_id: str | None = None,
-        resources_id_contains: str | None = None,
-        sort_by: str | None = None,
-        sort_order: Literal["asc", "desc"] = "asc",
-        limit: int = -1,
-        offset: int = 0,
+    async def _query_resources(
+        self, query: ResourcesQuery, where: logic.NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """See `LightningStore.query_resources`."""
-        normalized = logic.resources_query_filter(
-            resources_id=resources_id, resources_id_contains=resources_id_contains
-        )
-        _check_page(sort_by, sort_order, limit, offset, ResourcesUpdate)
-        return await self._run(
-            lambda conn, retrying: resources.query_resources(
-                conn, normalized, sort_by, sort_order, limit, offset
-            )
-        )
+        page = (query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._run(lambda conn, retrying: resources.query_resources(conn, where, *page))
 
     # ------------------------------------------------------------------ workers
 
