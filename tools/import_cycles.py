@@ -3,7 +3,8 @@
 Usage: python tools/import_cycles.py [PACKAGE_DIR] [--all]
 
 Counts imports at module level (``if TYPE_CHECKING:`` blocks left out); ``--all`` also counts imports
-inside functions. Prints each cycle (its modules) and the number of cycles.
+inside functions. Prints each cycle (its modules), the number of cycles and how many cross rooms (a room
+is a first-level subpackage or module: ``agl_core.store``, ``agl_core.plugins``).
 """
 
 from __future__ import annotations
@@ -97,20 +98,34 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return groups
 
 
-def main() -> None:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    root = Path(args[0] if args else "agl_core").resolve()
-    everywhere = "--all" in sys.argv
+def import_cycles(root: Path, everywhere: bool) -> tuple[list[list[str]], int]:
+    """The import cycles (each a sorted list of modules, largest first) and the number of modules."""
     modules = {module_name(root, p): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         targets = imports(tree, name, path.name == "__init__.py", everywhere)
         graph[name] = {t for t in targets if t in modules and t != name}
-    groups = strongly_connected(graph)
-    for group in sorted(groups, key=len, reverse=True):
+    return sorted(strongly_connected(graph), key=len, reverse=True), len(modules)
+
+
+def room(module: str) -> str:
+    """The first-level package of a module: ``agl_core.store.http.routes`` -> ``agl_core.store``."""
+    return ".".join(module.split(".")[:2])
+
+
+def cross_room(groups: list[list[str]]) -> list[list[str]]:
+    """The cycles whose modules live in more than one room."""
+    return [group for group in groups if len({room(m) for m in group}) > 1]
+
+
+def main() -> None:
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    root = Path(args[0] if args else "agl_core").resolve()
+    groups, count = import_cycles(root, everywhere="--all" in sys.argv)
+    for group in groups:
         print(f"{len(group)} modules: {', '.join(group)}")
-    print(f"{len(groups)} import cycles among {len(modules)} modules")
+    print(f"{len(groups)} import cycles among {count} modules, {len(cross_room(groups))} across rooms")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
-
 from agl_core.adapter.genai import (
     completion_messages,
     is_proxy_llm_span,
@@ -37,6 +35,7 @@ from agl_core.semconv import AGL_LLM_REFUSED as PROXY_REFUSED
 from agl_core.semconv import AGL_LLM_REQUEST_DROPPED as PROXY_REQUEST_DROPPED
 from agl_core.semconv import AGL_LLM_SIDE_CALL as PROXY_SIDE_CALL
 from agl_core.types import Span, Triplet
+from agl_core.types.reports import AdapterReport, Problem, Severity, TripletSummary
 
 __all__ = [
     "AdaptRecord",
@@ -49,9 +48,6 @@ __all__ = [
     "TripletSummary",
     "build_report",
 ]
-
-Severity = Literal["error", "warning", "info"]
-"""``error``: the rollout gives no usable training data; ``warning``: some data is lost or degraded."""
 
 DropReason = Literal[
     "agent_mismatch",
@@ -144,70 +140,6 @@ class AdaptRecord:
     extra_problems: list[Problem] = field(default_factory=list)
     llm_call_match: str | None = None
     llm_calls: int | None = None
-
-
-class Problem(BaseModel):
-    """One finding: a stable ``code``, what is wrong (``message``) and what to do (``fix``)."""
-
-    code: str
-    severity: Severity
-    message: str
-    fix: str | None = None
-    span_ids: list[str] = Field(default_factory=list)
-
-
-class TripletSummary(BaseModel):
-    """The shape of one triplet: token counts, reward and where it came from."""
-
-    index: int
-    span_id: str | None = None
-    sequence_id: int | None = None
-    response_id: str | None = None
-    agent_name: str | None = None
-    prompt_tokens: int
-    response_tokens: int
-    reward: float | None = None
-    has_logprobs: bool = False
-
-
-class AdapterReport(BaseModel):
-    """The per-rollout report of an adapter run; ``ok`` when it gave triplets and found no error."""
-
-    adapter: str
-    settings: dict[str, Any] = Field(default_factory=dict)
-    rollout_ids: list[str] = Field(default_factory=list)
-    attempt_ids: list[str] = Field(default_factory=list)
-    span_count: int = 0
-    span_kinds: dict[str, int] = Field(default_factory=dict)
-    span_names: dict[str, int] = Field(default_factory=dict)
-    agent_names: list[str] = Field(default_factory=list)
-    llm_span_count: int = 0
-    """Model calls found: several records of one call (framework, tracer, proxy) count once."""
-    llm_records: dict[str, str] = Field(default_factory=dict)
-    """Span id of every LLM-call record -> span id of the record read for its call (itself when it is the
-    one read); its distinct values are the calls (``llm_span_count`` when the adapter tracks records)."""
-    triplets: list[TripletSummary] = Field(default_factory=list)
-    problems: list[Problem] = Field(default_factory=list)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ok(self) -> bool:
-        """True when there are triplets and no problem of severity ``error``."""
-        return bool(self.triplets) and not any(p.severity == "error" for p in self.problems)
-
-    def codes(self) -> list[str]:
-        """The problem codes, in report order."""
-        return [p.code for p in self.problems]
-
-    def get(self, code: str) -> Problem | None:
-        """The first problem with ``code``, or None."""
-        return next((p for p in self.problems if p.code == code), None)
-
-    def format(self) -> str:
-        """The report as text for a person (what ``agl doctor`` prints)."""
-        from agl_core.adapter._report_text import format_report
-
-        return format_report(self)
 
 
 def _names(values: Sequence[str], limit: int = 8) -> str:

@@ -4,46 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from agl_core.adapter.base import TraceToTripletBase
-from agl_core.adapter.diagnostics import AdapterReport
 from agl_core.store import AttemptNotFoundError, LightningStore, RolloutNotFoundError
+from agl_core.types.reports import AttemptInfo, DoctorReport
 
 __all__ = ["AttemptInfo", "DoctorReport", "diagnose_rollout", "resolve_adapter"]
-
-
-class AttemptInfo(BaseModel):
-    """One attempt of the rollout, as the report shows it."""
-
-    attempt_id: str
-    sequence_id: int
-    status: str
-    worker_id: str | None = None
-    start_time: float | None = None
-    end_time: float | None = None
-
-
-class DoctorReport(BaseModel):
-    """The rollout, its attempts, which spans were analysed (``scope``) and the adapter's report."""
-
-    rollout_id: str
-    status: str
-    mode: str | None = None
-    attempts: list[AttemptInfo] = Field(default_factory=list)
-    scope: str
-    report: AdapterReport
-
-    def format(self) -> str:
-        """Text for a person: rollout, attempts, then the adapter report."""
-        mode = f", mode {self.mode}" if self.mode else ""
-        lines = [f"Rollout {self.rollout_id}: {self.status}{mode}, {len(self.attempts)} attempt(s)"]
-        for attempt in self.attempts:
-            worker = f", worker {attempt.worker_id}" if attempt.worker_id else ""
-            lines.append(f"  attempt {attempt.sequence_id} {attempt.attempt_id}: {attempt.status}{worker}")
-        lines.append(f"Analysed: {self.scope}")
-        lines.append(self.report.format())
-        return "\n".join(lines)
 
 
 def resolve_adapter(spec: str | TraceToTripletBase, **kwargs: Any) -> TraceToTripletBase:

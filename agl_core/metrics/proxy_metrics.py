@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from agl_core.llm_proxy.backends import BackendTable
-from agl_core.llm_proxy.stats import ProxyStats
 from agl_core.metrics.exposition import metrics_response
 from agl_core.metrics.store_metrics import LATENCY_BUCKETS
+
+if TYPE_CHECKING:  # the proxy imports this module; its types are only annotations here
+    from agl_core.llm_proxy.backends import BackendTable
+    from agl_core.llm_proxy.stats import ProxyStats
 
 __all__ = ["ProxyServerMetrics"]
 

@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from agl_core.adapter.doctor import DoctorReport
 from agl_core.store.http import models as m
 from agl_core.types import (
     Attempt,
@@ -26,6 +25,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
+from agl_core.types.reports import DoctorReport
 
 __all__ = ["API_PREFIX", "OTLP_TRACES_PATH", "ROUTES", "Route", "route_by_name"]
 
