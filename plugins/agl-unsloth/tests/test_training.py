@@ -48,7 +48,9 @@ async def test_reward_rises_over_iterations_of_top_k_sft(tiny_model: Path, tmp_p
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4, 5]
     assert all(r["rollouts"] == 48 and r["failed"] == 0 for r in rows)
     assert [r["kept"] for r in rows] == [8, 8, 8, 8, None]
-    assert rewards[-1] > rewards[0] + 0.2 and rewards[-1] > 3 * rewards[0], rewards
+    # six runs here ended at 0.22-0.98 from a base of 0.03-0.04 (the order in which runners take tasks
+    # varies, so does the kept data); the margin sits below the lowest of them, far above the base
+    assert rewards[-1] > rewards[0] + 0.1 and rewards[-1] > 4 * rewards[0], rewards
     assert all(r["kept_reward_mean"] >= r["reward_mean"] for r in rows[:4])
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
