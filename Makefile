@@ -55,9 +55,17 @@ test-wheels: venv
 # Claude Code and the Codex CLI from npm (pinned in examples/programs/clis/package-lock.json, installed
 # once into .agl/npm/) and llm from PyPI (its requirements.txt, venv .agl/python-clis/) driven headless
 # through the LLM proxy to the fake model; the npm ones are skipped without npm.
-# Both CLIs speak Responses/Messages, so they run in the agl-proxy-translate plugin's venv.
-test-harnesses: .venv-agl-proxy-translate/.installed
-	.venv-agl-proxy-translate/bin/python -m pytest -q examples/programs/clis
+# Both CLIs speak Responses/Messages, so their venv has the agl-proxy-translate plugin. It is a venv of
+# its own: test-plugins prunes the plugin's venv (PRUNE_VENVS=1) in the same make run.
+.venv-harnesses/.installed: pyproject.toml plugins/agl-proxy-translate/pyproject.toml
+	$(PYTHON) -m venv .venv-harnesses
+	.venv-harnesses/bin/python -m pip install -q --upgrade pip
+	.venv-harnesses/bin/python -m pip install -q -e . -e 'plugins/agl-proxy-translate[test]'
+	@touch $@
+
+test-harnesses: .venv-harnesses/.installed
+	.venv-harnesses/bin/python -m pytest -q examples/programs/clis
+	$(call prune_venv,.venv-harnesses)
 
 # Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
 # (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
