@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -27,9 +27,11 @@ from agl_core.llm_proxy.streaming import (
 )
 from agl_core.utils.http_guard import log_limited
 
-__all__ = ["answer_in_process"]
+__all__ = ["answer_in_process", "call_in_process", "checked_answer"]
 
 logger = logging.getLogger("agl_core.llm_proxy")
+
+T = TypeVar("T")
 
 
 def _failure(replica: Replica, exc: BaseException) -> ProxyHTTPError:
@@ -67,16 +69,43 @@ async def answer_in_process(
     if exchange is not None:
         exchange.backend = replica.label
     wants_stream = payload.get("stream") is True
+    if wants_stream and stream_call is not None:
+        chunks = stream_call
+
+        def start_stream() -> Awaitable[web.StreamResponse]:
+            return _stream(request, operation, replica, chunks(dict(payload)), exchange)
+
+        return await call_in_process(replica, start_stream, timeout, bounded=False)
+    if call is None:  # only a streaming method: collect its chunks
+        collect = stream_call
+        answer = await call_in_process(
+            replica, lambda: _collect(operation, collect(dict(payload))), timeout, bounded=False
+        )
+    else:
+        answer = await call_in_process(replica, lambda: call(dict(payload)), timeout)
+    checked_answer(replica, answer, exchange)
+    if wants_stream:
+        include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
+        if exchange is not None:
+            exchange.synthesized = True
+        return web.Response(body=synthesize_sse(answer, operation, include_usage), headers=SSE_HEADERS)
+    return web.Response(body=_json.dumps(answer), content_type="application/json")
+
+
+async def call_in_process(
+    replica: Replica, start: Callable[[], Awaitable[T]], timeout: float, *, bounded: bool = True
+) -> T:
+    """Await ``start()``, a call of in-process ``replica``, counted in its load.
+
+    ``ProxyHTTPError`` from the backend keeps its status; a call slower than ``timeout`` (when
+    ``bounded``; a stream is not) is a 504 ``backend_timeout``, any other exception a logged 500
+    ``backend_error``.
+    """
     replica.in_flight += 1
     replica.requests += 1
     try:
-        if wants_stream and stream_call is not None:
-            return await _stream(request, operation, replica, stream_call(dict(payload)), exchange)
-        if call is None:  # only a streaming method: collect its chunks
-            chunks = [chunk async for chunk in stream_call(dict(payload))]
-            answer: Any = assemble_chat(chunks) if operation == "chat" else assemble_completion(chunks)
-        else:
-            answer = await asyncio.wait_for(call(dict(payload)), timeout)
+        call = start()
+        return await (asyncio.wait_for(call, timeout) if bounded else call)
     except ProxyHTTPError:
         raise
     except asyncio.TimeoutError:
@@ -95,6 +124,10 @@ async def answer_in_process(
         raise _failure(replica, exc) from None
     finally:
         replica.in_flight -= 1
+
+
+def checked_answer(replica: Replica, answer: Any, exchange: Exchange | None) -> dict[str, Any]:
+    """``answer`` if it is a response dict (recorded on ``exchange``); a 500 ``backend_error`` otherwise."""
     if not isinstance(answer, dict):
         raise ProxyHTTPError(
             500,
@@ -103,12 +136,13 @@ async def answer_in_process(
         )
     if exchange is not None:
         exchange.response, exchange.status = answer, 200
-    if wants_stream:
-        include_usage = bool((payload.get("stream_options") or {}).get("include_usage"))
-        if exchange is not None:
-            exchange.synthesized = True
-        return web.Response(body=synthesize_sse(answer, operation, include_usage), headers=SSE_HEADERS)
-    return web.Response(body=_json.dumps(answer), content_type="application/json")
+    return answer
+
+
+async def _collect(operation: Operation, chunks: AsyncIterator[dict[str, Any]]) -> dict[str, Any]:
+    """The whole answer assembled from a streaming-only backend's chunks."""
+    received = [chunk async for chunk in chunks]
+    return assemble_chat(received) if operation == "chat" else assemble_completion(received)
 
 
 async def _stream(

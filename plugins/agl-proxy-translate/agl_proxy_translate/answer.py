@@ -30,6 +30,7 @@ from agl_core.llm_proxy.forward import (
     open_stream,
     read_limited,
 )
+from agl_core.llm_proxy.in_process import call_in_process, checked_answer
 from agl_core.llm_proxy.recording import Exchange
 from agl_core.llm_proxy.streaming import (
     SSE_HEADERS,
@@ -161,42 +162,12 @@ def _parse(body: bytes, replica: Replica) -> dict[str, Any]:
 async def _in_process_chat(
     replica: Replica, payload: dict[str, Any], exchange: Exchange | None, timeout: float
 ) -> dict[str, Any]:
-    assert replica.in_process is not None
+    in_process = replica.in_process
+    assert in_process is not None
     if exchange is not None:
         exchange.backend = replica.label
-    replica.in_flight += 1
-    replica.requests += 1
-    try:
-        answer = await asyncio.wait_for(replica.in_process.chat_completions(dict(payload)), timeout)
-    except ProxyHTTPError:
-        raise
-    except asyncio.TimeoutError:
-        raise ProxyHTTPError(
-            504, f"Backend {replica.label} did not answer within {timeout:g}s.", code="backend_timeout"
-        ) from None
-    except Exception as exc:
-        log_limited(
-            logger,
-            logging.ERROR,
-            ("in_process", replica.label),
-            "In-process backend %s failed",
-            replica.label,
-            exc_info=True,
-        )
-        raise ProxyHTTPError(
-            500, f"Backend {replica.label} failed: {type(exc).__name__}: {exc}", code="backend_error"
-        ) from None
-    finally:
-        replica.in_flight -= 1
-    if not isinstance(answer, dict):
-        raise ProxyHTTPError(
-            500,
-            f"Backend {replica.label} returned {type(answer).__name__}, not a dict.",
-            code="backend_error",
-        )
-    if exchange is not None:
-        exchange.response, exchange.status = answer, 200
-    return answer
+    answer = await call_in_process(replica, lambda: in_process.chat_completions(dict(payload)), timeout)
+    return checked_answer(replica, answer, exchange)
 
 
 async def _buffered(
