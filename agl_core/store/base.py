@@ -227,7 +227,8 @@ class LightningStore(abc.ABC):
     async def _execute(self, request: Any) -> Any:
         """Run a typed request as its public method does: the one check, then the backend method.
 
-        The REST handlers pass parsed requests here.
+        The REST handlers pass parsed requests here, and the batch methods their requests: an empty
+        batch (or ``limit <= 0``) answers ``[]`` without reaching the backend.
         """
         check, backend = _REQUESTS[type(request)]
         checked = check(request)
@@ -356,8 +357,8 @@ class LightningStore(abc.ABC):
     async def enqueue_many_rollouts(self, rollouts: Sequence[EnqueueRolloutRequest]) -> Sequence[Rollout]:
         """Enqueue several rollouts atomically (all are checked first); the result and the queue keep the
         input order."""
-        request = check_enqueue_rollouts(EnqueueRollouts(rollouts))
-        return await self._enqueue_rollouts(request) if request.rollouts else []
+        created: Sequence[Rollout] = await self._execute(EnqueueRollouts(rollouts))
+        return created
 
     @abc.abstractmethod
     async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
@@ -385,8 +386,8 @@ class LightningStore(abc.ABC):
         The worker is associated with the last claimed attempt; it becomes ``idle`` only when nothing
         was claimed.
         """
-        request = check_dequeue_rollouts(DequeueRollouts(limit, worker_id))
-        return await self._dequeue_rollouts(request) if request.limit > 0 else []
+        claimed: Sequence[AttemptedRollout] = await self._execute(DequeueRollouts(limit, worker_id))
+        return claimed
 
     @abc.abstractmethod
     async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
@@ -574,8 +575,8 @@ class LightningStore(abc.ABC):
 
         Every span is checked first; the batch is stored in one atomic step.
         """
-        request = check_add_spans(AddSpans(spans))
-        return await self._insert_spans(request) if request.spans else []
+        stored: Sequence[Span] = await self._execute(AddSpans(spans))
+        return stored
 
     @abc.abstractmethod
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
@@ -619,8 +620,8 @@ class LightningStore(abc.ABC):
         self, rollout_attempt_ids: Sequence[tuple[str, str]]
     ) -> Sequence[int]:
         """Issue one sequence id per ``(rollout_id, attempt_id)`` pair, atomically, in input order."""
-        request = check_sequence_ids(SpanSequenceIds(rollout_attempt_ids))
-        return await self._issue_sequence_ids(request) if request.pairs else []
+        issued: Sequence[int] = await self._execute(SpanSequenceIds(rollout_attempt_ids))
+        return issued
 
     @abc.abstractmethod
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
