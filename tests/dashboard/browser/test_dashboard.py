@@ -54,10 +54,14 @@ def test_mode_filter_keeps_only_that_mode(watched: PageWatch) -> None:
     page.goto("/")
     expect(page.locator("#rollouts tbody tr").first).to_be_visible()
     page.select_option("#filter-mode", "train")
-    # by the server (then the pager counts only that mode)
-    expect(page.locator("#rollouts-summary")).to_contain_text("status/mode/id/input filters")
-    modes = page.locator("#rollouts tbody tr td:nth-child(3)").all_inner_texts()
+    # the table is redrawn after the server answers: wait until no row of another mode is left
+    mode_cells = page.locator("#rollouts tbody tr td:nth-child(3)")
+    expect(mode_cells.filter(has_not_text=re.compile(r"^train$"))).to_have_count(0)
+    modes = mode_cells.all_inner_texts()
     assert modes and set(modes) == {"train"}, modes
+    # filtered by the server, not on the page
+    expect(page.locator("#rollouts-summary")).to_contain_text("status/mode/id/input filters")
+    expect(page.locator("#rollouts-summary")).not_to_contain_text("page match")
     page.select_option("#filter-mode", "")
     assert_clean(watched)
 
