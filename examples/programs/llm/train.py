@@ -37,7 +37,12 @@ def score(outcome: ProgramOutcome) -> float:
 
 
 def llm_agent() -> agl.ProgramAgent:
-    """``llm`` once per rollout: no logging (-n), the prompt resource as system prompt, one tool."""
+    """``llm`` once per rollout: no logging (-n), the prompt resource as system prompt, one tool.
+
+    Each attempt gets its own llm user folder (``LLM_USER_PATH``): llm creates and migrates its logs
+    database there even with ``-n``, and rollouts running at once on a fresh machine would otherwise race
+    on that one database (``UNIQUE constraint failed: _llm_migrations.name``).
+    """
     executable = shutil.which("llm")
     if executable is None:
         raise SystemExit("the llm CLI is not on PATH: pip install llm (make test-programs installs it).")
@@ -53,6 +58,7 @@ def llm_agent() -> agl.ProgramAgent:
             MULTIPLY,
             "{input.question}",
         ],
+        env={"LLM_USER_PATH": "{work_dir}/.llm"},
         reward=score,
         timeout=120,
     )
