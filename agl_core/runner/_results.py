@@ -69,8 +69,12 @@ async def _reward_spans(
 def _as_number(result: bool | int | float, warned: set[str]) -> float:
     if not isinstance(result, float) and type(result).__name__ not in warned:
         warned.add(type(result).__name__)
-        logger.warning(
-            "The agent returned a %s reward (%r); it is recorded as a float.", type(result).__name__, result
+        logger.warning(  # 0.3's sentence first (0.3 code matches it), then agl's
+            "Reward is not a number, got: %s. The agent returned a %s reward (%r); it is recorded as a "
+            "float.",
+            type(result),
+            type(result).__name__,
+            result,
         )
     return float(result)
 

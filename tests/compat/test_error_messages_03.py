@@ -94,3 +94,15 @@ async def test_store_not_found_messages() -> None:
         ValueError, match=_match(f"Attempt nonexistent not found for rollout {started.rollout_id}")
     ):
         await store.update_attempt(rollout_id=started.rollout_id, attempt_id="nonexistent", status="failed")
+
+
+class _ReturnsTrue(agl.LitAgent[Any]):
+    def validation_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return True
+
+
+async def test_runner_warns_that_a_bool_reward_is_not_a_number(caplog: pytest.LogCaptureFixture) -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    with runner.run_context(agent=_ReturnsTrue(), store=agl.InMemoryLightningStore()):
+        await runner.step({"q": 1})
+    assert "Reward is not a number, got: <class 'bool'>." in caplog.text
