@@ -106,3 +106,18 @@ async def test_runner_warns_that_a_bool_reward_is_not_a_number(caplog: pytest.Lo
     with runner.run_context(agent=_ReturnsTrue(), store=agl.InMemoryLightningStore()):
         await runner.step({"q": 1})
     assert "Reward is not a number, got: <class 'bool'>." in caplog.text
+
+
+class _ReturnsDict(agl.LitAgent[Any]):
+    def validation_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return {"unexpected": True}
+
+
+async def test_runner_rejects_a_result_it_cannot_record() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    store = agl.InMemoryLightningStore()
+    with (
+        runner.run_context(agent=_ReturnsDict(), store=store),
+        pytest.raises(TypeError, match=_match("Invalid raw result type")),
+    ):
+        await runner.step({"q": 1})
