@@ -121,3 +121,20 @@ async def test_runner_rejects_a_result_it_cannot_record() -> None:
         pytest.raises(TypeError, match=_match("Invalid raw result type")),
     ):
         await runner.step({"q": 1})
+
+
+class _ForgetsRollouts(agl.InMemoryLightningStore):
+    """0.3 test code: a store whose ``get_rollout_by_id`` finds nothing after the step."""
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Any:  # type: ignore[override]
+        return None
+
+
+async def test_step_whose_rollout_cannot_be_fetched_afterwards() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    store = _ForgetsRollouts()
+    with (
+        runner.run_context(agent=_ReturnsTrue(), store=store),
+        pytest.raises(RuntimeError, match=_match("Failed to fetch completed rollout by id after step: ro-")),
+    ):
+        await runner.step({"q": 1})
