@@ -138,3 +138,22 @@ async def test_step_whose_rollout_cannot_be_fetched_afterwards() -> None:
         pytest.raises(RuntimeError, match=_match("Failed to fetch completed rollout by id after step: ro-")),
     ):
         await runner.step({"q": 1})
+
+
+class _TeardownFails(agl.LitAgentRunner[Any]):
+    def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
+        super().teardown_worker(worker_id, *args, **kwargs)
+        raise RuntimeError("teardown_worker failed")
+
+    def teardown(self, *args: Any, **kwargs: Any) -> None:
+        super().teardown(*args, **kwargs)
+        raise RuntimeError("teardown failed")
+
+
+def test_run_context_logs_teardown_errors_with_03s_sentences(caplog: pytest.LogCaptureFixture) -> None:
+    runner = _TeardownFails(agl.DummyTracer())
+    with runner.run_context(agent=_ReturnsTrue(), store=agl.InMemoryLightningStore()):
+        pass
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(m.startswith("Error during runner worker teardown") for m in messages)
+    assert any(m.startswith("Error during runner teardown") for m in messages)
