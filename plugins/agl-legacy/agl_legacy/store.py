@@ -184,14 +184,15 @@ def _through(call: Call, name: str) -> Callable[..., Any]:
 class _Base03(abc.ABCMeta):
     """0.3's `LightningStore` was the base of every store, so every agl store is a `LightningStore03`."""
 
+    # by the MRO, not issubclass(): ABCMeta's check of LightningStore asks its subclasses, this one included
     def __instancecheck__(cls, instance: Any) -> bool:
         if cls is LightningStore03:
-            return isinstance(instance, LightningStore)
+            return LightningStore in type(instance).__mro__
         return super().__instancecheck__(instance)
 
     def __subclasscheck__(cls, subclass: type) -> bool:
         if cls is LightningStore03:
-            return issubclass(subclass, LightningStore)
+            return LightningStore in getattr(subclass, "__mro__", ())
         return super().__subclasscheck__(subclass)
 
 
