@@ -69,8 +69,12 @@ async def _reward_spans(
 def _as_number(result: bool | int | float, warned: set[str]) -> float:
     if not isinstance(result, float) and type(result).__name__ not in warned:
         warned.add(type(result).__name__)
-        logger.warning(
-            "The agent returned a %s reward (%r); it is recorded as a float.", type(result).__name__, result
+        logger.warning(  # 0.3's sentence first (0.3 code matches it), then agl's
+            "Reward is not a number, got: %s. The agent returned a %s reward (%r); it is recorded as a "
+            "float.",
+            type(result),
+            type(result).__name__,
+            result,
         )
     return float(result)
 
@@ -111,7 +115,10 @@ async def spans_from_result(
     if isinstance(result, (bool, int, float)):
         return await _reward_spans(store, rollout, _as_number(result, warned), trace)
     if not isinstance(result, list):
-        raise TypeError(f"The agent returned {type(result).__name__} {result!r:.200}; expected {_EXPECTED}.")
+        raise TypeError(  # 0.3's sentence first (0.3 code matches it), then agl's
+            f"Invalid raw result type. The agent returned {type(result).__name__} {result!r:.200}; "
+            f"expected {_EXPECTED}."
+        )
     if not result:
         logger.warning("Rollout %s: the agent returned an empty list of spans.", rollout.rollout_id)
         return trace
@@ -131,8 +138,8 @@ async def spans_from_result(
         return stored
     kinds = sorted({type(item).__name__ for item in result})
     raise ValueError(
-        f"The agent returned a list of {', '.join(kinds)}; a list result must hold only agl.Span, only "
-        "OpenTelemetry ReadableSpan or only SpanCoreFields objects."
+        f"Invalid raw result type. The agent returned a list of {', '.join(kinds)}; a list result must "
+        "hold only agl.Span, only OpenTelemetry ReadableSpan or only SpanCoreFields objects."
     )
 
 

@@ -306,7 +306,10 @@ class LitAgentRunner(Runner[T_task], Generic[T_task]):
         await self._step_impl(attempted, raise_on_exception=True)
         final = await store.get_rollout_by_id(attempted.rollout_id)
         if final is None:
-            raise RuntimeError(f"Rollout {attempted.rollout_id} disappeared from the store after it ran.")
+            raise RuntimeError(  # 0.3's sentence first (0.3 code matches it), then agl's
+                f"Failed to fetch completed rollout by id after step: {attempted.rollout_id}. The rollout "
+                "disappeared from the store after it ran."
+            )
         return final
 
     # -- one rollout -------------------------------------------------------------------------------

@@ -79,11 +79,15 @@ class Runner(ParallelWorkerBase, abc.ABC, Generic[T_task]):
                 try:
                     self.teardown_worker(worker)
                 except Exception:
-                    logger.exception("Runner %s: teardown_worker(%s) failed.", type(self).__name__, worker)
+                    logger.exception(  # 0.3's sentence first (0.3 code matches it), then agl's
+                        "Error during runner worker teardown: %s.teardown_worker(%s) failed.",
+                        type(self).__name__,
+                        worker,
+                    )
             try:
                 self.teardown()
             except Exception:
-                logger.exception("Runner %s: teardown() failed.", type(self).__name__)
+                logger.exception("Error during runner teardown: %s.teardown() failed.", type(self).__name__)
 
     @abc.abstractmethod
     async def iter(self, *, event: Any | None = None) -> None:

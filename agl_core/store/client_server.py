@@ -7,6 +7,7 @@ docs/migrating-from-agent-lightning.md.
 
 from agl_core._compat import plugin_module
 from agl_core.store.http import LightningStoreClient, LightningStoreServer
+from agl_core.types import Span as Span  # 0.3 code patches ``...client_server.Span.from_opentelemetry``
 
 __all__ = ["LightningStoreClient", "LightningStoreServer"]
 

@@ -94,3 +94,66 @@ async def test_store_not_found_messages() -> None:
         ValueError, match=_match(f"Attempt nonexistent not found for rollout {started.rollout_id}")
     ):
         await store.update_attempt(rollout_id=started.rollout_id, attempt_id="nonexistent", status="failed")
+
+
+class _ReturnsTrue(agl.LitAgent[Any]):
+    def validation_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return True
+
+
+async def test_runner_warns_that_a_bool_reward_is_not_a_number(caplog: pytest.LogCaptureFixture) -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    with runner.run_context(agent=_ReturnsTrue(), store=agl.InMemoryLightningStore()):
+        await runner.step({"q": 1})
+    assert "Reward is not a number, got: <class 'bool'>." in caplog.text
+
+
+class _ReturnsDict(agl.LitAgent[Any]):
+    def validation_rollout(self, task: Any, resources: Any, rollout: Any) -> Any:
+        return {"unexpected": True}
+
+
+async def test_runner_rejects_a_result_it_cannot_record() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    store = agl.InMemoryLightningStore()
+    with (
+        runner.run_context(agent=_ReturnsDict(), store=store),
+        pytest.raises(TypeError, match=_match("Invalid raw result type")),
+    ):
+        await runner.step({"q": 1})
+
+
+class _ForgetsRollouts(agl.InMemoryLightningStore):
+    """0.3 test code: a store whose ``get_rollout_by_id`` finds nothing after the step."""
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Any:  # type: ignore[override]
+        return None
+
+
+async def test_step_whose_rollout_cannot_be_fetched_afterwards() -> None:
+    runner = agl.LitAgentRunner(agl.DummyTracer())
+    store = _ForgetsRollouts()
+    with (
+        runner.run_context(agent=_ReturnsTrue(), store=store),
+        pytest.raises(RuntimeError, match=_match("Failed to fetch completed rollout by id after step: ro-")),
+    ):
+        await runner.step({"q": 1})
+
+
+class _TeardownFails(agl.LitAgentRunner[Any]):
+    def teardown_worker(self, worker_id: int, *args: Any, **kwargs: Any) -> None:
+        super().teardown_worker(worker_id, *args, **kwargs)
+        raise RuntimeError("teardown_worker failed")
+
+    def teardown(self, *args: Any, **kwargs: Any) -> None:
+        super().teardown(*args, **kwargs)
+        raise RuntimeError("teardown failed")
+
+
+def test_run_context_logs_teardown_errors_with_03s_sentences(caplog: pytest.LogCaptureFixture) -> None:
+    runner = _TeardownFails(agl.DummyTracer())
+    with runner.run_context(agent=_ReturnsTrue(), store=agl.InMemoryLightningStore()):
+        pass
+    messages = [record.getMessage() for record in caplog.records]
+    assert any(m.startswith("Error during runner worker teardown") for m in messages)
+    assert any(m.startswith("Error during runner teardown") for m in messages)

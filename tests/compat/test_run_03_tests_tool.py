@@ -33,3 +33,4 @@ def test_counts_read_pytests_junit_report(tmp_path: Path) -> None:
     passed, collected, failing = tool.counts(report)
     assert (passed, collected) == (1, 3)
     assert [name.rsplit("::", 1)[1] for name in failing] == ["test_bad"]
+    assert tool.per_file(report) == {"test_sample": (1, 3)}

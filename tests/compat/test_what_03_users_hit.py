@@ -272,3 +272,26 @@ def test_emitters_use_the_tracer_patched_on_their_module(monkeypatch: pytest.Mon
         "agentlightning.annotation",
         "agentlightning.operation",
     ]
+
+
+async def test_patching_span_conversion_where_03_tests_patched_it() -> None:
+    """0.3's store tests patch ``agentlightning.store.client_server.Span.from_opentelemetry``."""
+    from unittest.mock import patch
+
+    from opentelemetry.sdk.trace import TracerProvider
+
+    store = agl.InMemoryLightningStore()
+    attempted = await store.start_rollout(input={"q": 1})
+    with TracerProvider().get_tracer("t").start_as_current_span("raw") as raw:
+        pass
+    made: list[str] = []
+
+    def convert(readable: Any, rollout_id: str, attempt_id: str, sequence_id: int) -> agl.Span:
+        made.append(readable.name)
+        return agl.Span.from_attributes(
+            attributes={}, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id
+        )
+
+    with patch("agl_core.store.client_server.Span.from_opentelemetry", side_effect=convert):
+        await store.add_otel_span(attempted.rollout_id, attempted.attempt.attempt_id, raw)  # type: ignore[arg-type]
+    assert made == ["raw"]

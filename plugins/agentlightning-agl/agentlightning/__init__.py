@@ -2,9 +2,12 @@
 
 A **replacement** for the ``agentlightning`` distribution, never a companion: both install a package named
 ``agentlightning``, so install one or the other. ``agentlightning.X`` is the module ``agl_core.X`` itself
-(the same object, so patching one patches the other), and ``agentlightning.Name`` is ``agl_core.Name``.
-Handlers on ``agentlightning.*`` loggers receive agl's records (agl_core's log bridge). 0.3's machinery
-that agl does not use needs agl-legacy, installed with this distribution.
+(the same object, so patching one patches the other), and ``agentlightning.Name`` is ``agl_core.Name``,
+except 0.3's ``LightningStore``: under this name it is agl-legacy's ``LightningStore03``, so 0.3 stores
+that override public methods are built as in 0.3, and every agl store is an instance of it (the two
+modules that define it, ``agentlightning.store`` and ``.store.base``, pass writes on to agl's). Handlers
+on ``agentlightning.*`` loggers receive agl's records (agl_core's log bridge). 0.3's machinery that agl
+does not use needs agl-legacy, installed with this distribution.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 import agl_core
 
 _PREFIX = "agentlightning."
+_STORE_03_MODULES = frozenset({"agentlightning.store", "agentlightning.store.base"})
+"""The modules that define 0.3's ``LightningStore`` (the top level's is `__getattr__`'s)."""
 
 
 def _refuse_the_real_package() -> None:
@@ -33,6 +38,47 @@ def _refuse_the_real_package() -> None:
         "provide the same import name. Keep one: pip uninstall agentlightning (to run on agl) or "
         "pip uninstall agentlightning-agl (to run on Agent Lightning)."
     )
+
+
+def _store_03() -> type:
+    from agl_legacy.store import LightningStore03
+
+    return LightningStore03
+
+
+class _Store03Module(ModuleType):
+    """``agl_core.store`` (or ``.base``) under its 0.3 name, whose ``LightningStore`` is 0.3's.
+
+    Reads fall through to the agl module and writes (a test's monkeypatch) go to it, so patching one still
+    patches the other; only ``LightningStore``, the import system's dunders and submodules are its own.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["_agl_module"], name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("__") or name == "LightningStore" or isinstance(value, ModuleType):
+            super().__setattr__(name, value)
+        else:
+            setattr(self.__dict__["_agl_module"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self.__dict__:
+            super().__delattr__(name)
+        else:
+            delattr(self.__dict__["_agl_module"], name)
+
+    def __dir__(self) -> list[str]:
+        return dir(self.__dict__["_agl_module"])
+
+
+def _with_store_03(name: str, module: ModuleType) -> ModuleType:
+    own = _Store03Module(name, module.__doc__)
+    own.__dict__.update(_agl_module=module, LightningStore=_store_03())
+    for attr in ("__all__", "__path__", "__file__"):
+        if hasattr(module, attr):
+            own.__dict__[attr] = getattr(module, attr)
+    return own
 
 
 class _AglModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -49,8 +95,9 @@ class _AglModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        """The ``agl_core`` module itself, imported now."""
-        return importlib.import_module("agl_core." + spec.name[len(_PREFIX) :])
+        """The ``agl_core`` module itself, imported now (0.3's ``LightningStore`` where it is defined)."""
+        module = importlib.import_module("agl_core." + spec.name[len(_PREFIX) :])
+        return _with_store_03(spec.name, module) if spec.name in _STORE_03_MODULES else module
 
     def exec_module(self, module: ModuleType) -> None:
         """Nothing: the ``agl_core`` module ran when it was imported."""
@@ -65,7 +112,7 @@ __all__ = list(agl_core.__all__)
 
 
 def __getattr__(name: str) -> Any:
-    return getattr(agl_core, name)
+    return _store_03() if name == "LightningStore" else getattr(agl_core, name)
 
 
 def __dir__() -> list[str]:

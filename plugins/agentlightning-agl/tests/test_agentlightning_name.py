@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agentlightning.store.base import LightningStore
+from agentlightning.types import Rollout
 
 from agl_core.testing.doc_blocks import check_page_runs
 
@@ -23,7 +26,8 @@ def test_top_level_names_and_modules_are_agls() -> None:
     import agl_core.tracer.otel
 
     assert agl.Trainer is agl_core.Trainer and agl.__version__ == agl_core.__version__
-    assert agentlightning.store is agl_core.store and otel is agl_core.tracer.otel
+    assert otel is agl_core.tracer.otel and agentlightning.store.memory is agl_core.store.memory
+    assert agentlightning.store.InMemoryLightningStore is agl_core.store.InMemoryLightningStore
     assert InMemoryLightningStore is agl_core.InMemoryLightningStore
     assert "Trainer" in agl.__all__ and "Trainer" in dir(agl)
 
@@ -36,6 +40,45 @@ def test_agl_legacy_names_come_with_it() -> None:
 
     assert AgentLightningClient is legacy_client
     assert isinstance(agl.CollectionBasedLightningStore(InMemoryLightningCollections()), agl.LightningStore)
+
+
+class RolloutsOnly(LightningStore):
+    """0.3 user code: a store with the methods it needs, on 0.3's base (agl's is abstract)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollouts: dict[str, Rollout] = {}
+
+    async def enqueue_rollout(self, input: Any, *args: Any, **kwargs: Any) -> Rollout:
+        rollout = Rollout(rollout_id=f"ro-{len(self.rollouts)}", input=input, start_time=0.0)
+        self.rollouts[rollout.rollout_id] = rollout
+        return rollout
+
+    async def get_rollout_by_id(self, rollout_id: str) -> Rollout | None:
+        return self.rollouts.get(rollout_id)
+
+
+async def test_a_03_store_class_is_built_and_every_store_is_a_lightning_store() -> None:
+    import agentlightning as agl
+    import agentlightning.store
+
+    store = RolloutsOnly()
+    rollout = await store.enqueue_rollout({"q": 1})
+    assert await store.get_rollout_by_id(rollout.rollout_id) == rollout
+    with pytest.raises(NotImplementedError, match="dequeue_rollout"):
+        await store.dequeue_rollout()
+    assert agl.LightningStore is agentlightning.store.LightningStore is LightningStore
+    assert isinstance(agl.InMemoryLightningStore(), LightningStore)
+    assert issubclass(agl.InMemoryLightningStore, agl.LightningStore)
+
+
+def test_patching_the_store_modules_patches_agls(monkeypatch: pytest.MonkeyPatch) -> None:
+    import agentlightning.store.base
+
+    import agl_core.store.base
+
+    monkeypatch.setattr(agentlightning.store.base, "UNSET", "patched")
+    assert agl_core.store.base.UNSET == "patched"
 
 
 def test_an_unknown_module_is_a_module_not_found_error() -> None:

@@ -11,6 +11,7 @@ own machinery (the HTTP server, delegating stores, the runners) reaches it, and 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable
 from typing import Any
 
@@ -180,8 +181,26 @@ def _through(call: Call, name: str) -> Callable[..., Any]:
     return method
 
 
-class LightningStore03(LightningStore):
-    """`LightningStore` as 0.3 defined it: methods a subclass leaves out raise `NotImplementedError`."""
+class _Base03(abc.ABCMeta):
+    """0.3's `LightningStore` was the base of every store, so every agl store is a `LightningStore03`."""
+
+    # by the MRO, not issubclass(): ABCMeta's check of LightningStore asks its subclasses, this one included
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if cls is LightningStore03:
+            return LightningStore in type(instance).__mro__
+        return super().__instancecheck__(instance)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        if cls is LightningStore03:
+            return LightningStore in getattr(subclass, "__mro__", ())
+        return super().__subclasscheck__(subclass)
+
+
+class LightningStore03(LightningStore, metaclass=_Base03):
+    """`LightningStore` as 0.3 defined it: methods a subclass leaves out raise `NotImplementedError`.
+
+    As 0.3's base of every store, ``isinstance(store, LightningStore03)`` holds for any agl store.
+    """
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

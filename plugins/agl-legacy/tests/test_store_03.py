@@ -56,3 +56,10 @@ def test_the_plain_agl_base_still_refuses_an_incomplete_store() -> None:
 
     with pytest.raises(TypeError, match="abstract"):
         Incomplete()  # type: ignore[abstract]
+
+
+def test_every_agl_store_is_a_store_03_as_every_03_store_was_a_lightning_store() -> None:
+    assert isinstance(agl.InMemoryLightningStore(), LightningStore03)
+    assert issubclass(agl.InMemoryLightningStore, LightningStore03)
+    assert not isinstance(agl.InMemoryLightningStore(), RolloutsOnly)
+    assert isinstance(RolloutsOnly(), agl.LightningStore)
