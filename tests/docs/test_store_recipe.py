@@ -60,8 +60,9 @@ async def test_a_reopened_journal_holds_the_run_as_it_was(tmp_path: Path) -> Non
     path = tmp_path / "run.jsonl"
     store = JsonlStore(path, clock=clock, scan_debounce_seconds=0)
     await store.update_resources("main", {"llm": LLM(endpoint="http://127.0.0.1:1/v1", model="m")})
+    retried = {"max_attempts": 2, "retry_condition": ["failed"]}
     first, second, third = await store.enqueue_many_rollouts(
-        [{"input": {"n": n}, "mode": "train", "config": {"max_attempts": 2, "retry_condition": ["failed"]}} for n in range(3)]
+        [{"input": {"n": n}, "mode": "train", "config": retried} for n in range(3)]
     )
     claimed = await store.dequeue_rollout(worker_id="w1")
     assert claimed is not None and claimed.rollout_id == first.rollout_id
