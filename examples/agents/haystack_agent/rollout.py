@@ -15,3 +15,17 @@ def haystack_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x"
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on Haystack's own tracing (``openinference-instrumentation-haystack``)."""
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    HaystackInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+
+    HaystackInstrumentor().uninstrument()

@@ -24,3 +24,17 @@ def create_agent_stream_rollout(task: MathTask, llm: agl.LLM) -> float:
         task["question"], model=llm.model, base_url=llm.endpoint, api_key=llm.api_key or "x", stream=True
     )
     return reward(answer, task["answer"])
+
+
+def instrument() -> None:
+    """Turn on LangChain's own tracing (``openinference-instrumentation-langchain``)."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    LangChainInstrumentor().instrument()
+
+
+def uninstrument() -> None:
+    """Undo :func:`instrument`."""
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    LangChainInstrumentor().uninstrument()
