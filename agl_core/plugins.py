@@ -524,10 +524,6 @@ class PluginManager:
         """Records of plugins that failed."""
         return [r for r in self.records() if r.status == "failed"]
 
-    def hook_caller(self) -> Any:
-        """The underlying pluggy hook relay (for advanced use)."""
-        return self._pm.hook
-
     # -- internals ---------------------------------------------------------------------------
 
     def _check_hook_names(self, plugin: Any, name: str) -> None:
