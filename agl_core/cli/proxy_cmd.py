@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from agl_core.cli.serving import (
-    host_option,
-    log_level_option,
-    port_busy,
-    port_option,
-    stop_on_signals,
-    warn_if_open,
-)
+from agl_core.cli import serving
 
 if TYPE_CHECKING:
     from agl_core.llm_proxy.backends import HttpBackend
@@ -114,8 +107,7 @@ def parse_backend_options(
     default=None,
     help="Store to record spans in (memory:, sqlite:///x.db, http://...).",
 )
-@host_option
-@port_option(4000)
+@serving.address_options(4000)
 @click.option(
     "--token",
     envvar="AGL_PROXY_TOKEN",
@@ -198,7 +190,7 @@ def parse_backend_options(
     "recorded with agl.llm.side_call (repeatable).",
 )
 @click.option("--drop-side-calls", is_flag=True, help="Forward side calls without recording them at all.")
-@log_level_option
+@serving.log_level_option
 def serve(
     backends: tuple[str, ...],
     store_uri: str | None,
@@ -234,7 +226,7 @@ def serve(
     spec = parse_backend_options(
         backends, api_key=api_key, token_ids=not no_token_ids, streaming=not no_streaming
     )
-    warn_if_open(host, token, "use the models")
+    serving.warn_if_open(host, token, "use the models")
     from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
 
     try:
@@ -263,7 +255,7 @@ def serve(
     try:
         _run(_serve(spec, store_uri, options))
     except OSError as exc:
-        raise port_busy(host, port, exc) from exc
+        raise serving.port_busy(host, port, exc) from exc
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:
@@ -285,7 +277,7 @@ async def _serve(spec: dict[str, list[HttpBackend]], store_uri: str | None, opti
 
         store = open_store(store_uri)
     proxy = LLMProxy(spec, store=store, **options)
-    stop = stop_on_signals()
+    stop = serving.stop_on_signals()
     try:
         await proxy.start()
         recording = f"recording to {store_uri}" if store_uri else "not recording (no --store)"

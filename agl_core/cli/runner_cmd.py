@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from agl_core.cli.serving import log_level_option
+from agl_core.cli import serving
 
 __all__ = ["main", "runner_command"]
 
@@ -400,7 +400,7 @@ def _agent_spec(
     default=None,
     help="Cluster address for --strategy ray ('auto', 'ray://head:10001'); default: a local Ray.",
 )
-@log_level_option
+@serving.log_level_option
 def runner_command(
     store_url: str,
     agent_spec: str | None,

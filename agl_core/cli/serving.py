@@ -6,48 +6,39 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import click
 from click.decorators import FC
 
-if TYPE_CHECKING:
-    from agl_core.cli.errors import AglUserError
+from agl_core.cli.errors import AglUserError, ExitCode
 
-__all__ = ["host_option", "log_level_option", "port_busy", "port_option", "stop_on_signals", "warn_if_open"]
+__all__ = ["address_options", "log_level_option", "port_busy", "stop_on_signals", "warn_if_open"]
 
 
-def host_option(command: FC) -> FC:
-    """``--host``: the interface a server binds."""
-    return click.option(
+def address_options(port: int) -> Callable[[FC], FC]:
+    """``--host`` (default loopback) and ``--port`` (default ``port``)."""
+    host_option = click.option(
         "--host", default="127.0.0.1", show_default=True, help="Interface to bind (0.0.0.0: all)."
-    )(command)
-
-
-def port_option(default: int) -> Callable[[FC], FC]:
-    """``--port`` with the server's own default."""
-    return click.option(
+    )
+    port_option = click.option(
         "--port",
-        default=default,
+        default=port,
         show_default=True,
         type=click.IntRange(0, 65535),
         help="TCP port (0: any free).",
     )
-
-
-def _configure_logging(ctx: click.Context, param: click.Parameter, level: str) -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return lambda command: host_option(port_option(command))
 
 
 def log_level_option(command: FC) -> FC:
     """``--log-level``: configures the root logger as the command line is parsed."""
+
+    def configure(ctx: click.Context, param: click.Parameter, level: str) -> None:
+        logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    levels = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)
     return click.option(
-        "--log-level",
-        default="INFO",
-        show_default=True,
-        type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-        expose_value=False,
-        callback=_configure_logging,
+        "--log-level", default="INFO", show_default=True, type=levels, expose_value=False, callback=configure
     )(command)
 
 
@@ -61,8 +52,7 @@ def warn_if_open(host: str, token: str | None, risk: str) -> None:
 
 def stop_on_signals() -> asyncio.Event:
     """An event set by SIGINT or SIGTERM; call it in the running loop."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
+    stop, loop = asyncio.Event(), asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             loop.add_signal_handler(sig, stop.set)
@@ -73,8 +63,6 @@ def stop_on_signals() -> asyncio.Event:
 
 def port_busy(host: str, port: int, exc: OSError) -> AglUserError:
     """The user error for a server that cannot bind ``host:port``."""
-    from agl_core.cli.errors import AglUserError, ExitCode
-
     return AglUserError(
         f"cannot serve on {host}:{port}: {exc.strerror or exc}",
         hint="pick another --port (0 picks a free one) or stop the process that holds it",

@@ -11,14 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from agl_core.cli.serving import (
-    host_option,
-    log_level_option,
-    port_busy,
-    port_option,
-    stop_on_signals,
-    warn_if_open,
-)
+from agl_core.cli import serving
 from agl_core.cli.store_export_cmd import export_command
 from agl_core.cli.store_query_cmd import ls_command, show_command
 
@@ -89,8 +82,7 @@ for _inspection in (ls_command, show_command, export_command):  # agl store ls |
     show_default=True,
     help="Store to serve: sqlite:///path.db (durable), memory: (lost on exit), or any registered scheme.",
 )
-@host_option
-@port_option(4747)
+@serving.address_options(4747)
 @click.option(
     "--token",
     envvar="AGL_STORE_TOKEN",
@@ -132,7 +124,7 @@ for _inspection in (ls_command, show_command, export_command):  # agl store ls |
     help="agl.RolloutHooks (a subclass or an instance) to run around every rollout the store keeps, as "
     "Trainer(rollout_hooks=...) does; repeatable, called in order.",
 )
-@log_level_option
+@serving.log_level_option
 def serve(
     store_uri: str,
     host: str,
@@ -163,7 +155,7 @@ def serve(
             hooks.append(load_rollout_hooks(target))
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--rollout-hooks") from exc
-    warn_if_open(host, token, "read and write the store")
+    serving.warn_if_open(host, token, "read and write the store")
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
     asyncio.run(
@@ -265,12 +257,12 @@ async def _serve(
         allowed_hosts=allowed_hosts,
         max_connections=max_connections,
     )
-    stop = stop_on_signals()
+    stop = serving.stop_on_signals()
     try:
         try:
             await server.start()
         except OSError as exc:
-            raise port_busy(host, port, exc) from exc
+            raise serving.port_busy(host, port, exc) from exc
         click.echo(
             f"agl store: serving {served} ({store_uri}) at {server.endpoint} "
             f"(pid {os.getpid()}{', token required' if token else ''})",
