@@ -14,6 +14,7 @@ from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
 def _tool() -> ModuleType:
     spec = importlib.util.spec_from_file_location("import_cycles", ROOT / "tools" / "import_cycles.py")
     assert spec is not None and spec.loader is not None
