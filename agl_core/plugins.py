@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import importlib.metadata
 import inspect
 import logging
 import os
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pluggy
 
-from agl_core import hookspecs
+import agl_core.hookspecs as hookspecs
 from agl_core.errors import PluginLoadError
 from agl_core.registry import (
     COMPONENT_BASES,
@@ -140,6 +141,14 @@ class PluginRecord:
                 f"was built for plugin contract {declared}, newer than this agl-core's "
                 f"{hookspecs.PLUGIN_API_VERSION}; upgrade agl-core"
             )
+        return None
+
+
+def _core_version() -> str | None:
+    """agl-core's installed version, read like a plugin's (the metadata carries ``agl_core.__version__``)."""
+    try:
+        return importlib.metadata.version("agl-core")
+    except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
         return None
 
 
@@ -299,9 +308,10 @@ class PluginManager:
                 result_callback=functools.partial(self._refuse_returned, hook_name, kind),
             )
         if builtins:
-            from agl_core import __version__, _builtins
+            import agl_core._builtins as _builtins  # not ``from agl_core``: the facade imports this module
 
-            self.register(_builtins, name="core", distribution="agl-core", version=__version__, builtin=True)
+            version = _core_version()
+            self.register(_builtins, name="core", distribution="agl-core", version=version, builtin=True)
 
     # -- public API --------------------------------------------------------------------------
 
@@ -513,10 +523,6 @@ class PluginManager:
     def failures(self) -> list[PluginRecord]:
         """Records of plugins that failed."""
         return [r for r in self.records() if r.status == "failed"]
-
-    def hook_caller(self) -> Any:
-        """The underlying pluggy hook relay (for advanced use)."""
-        return self._pm.hook
 
     # -- internals ---------------------------------------------------------------------------
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-import signal
 import sys
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from agl_core.cli import serving
 
 if TYPE_CHECKING:
     from agl_core.llm_proxy.backends import HttpBackend
@@ -107,10 +107,7 @@ def parse_backend_options(
     default=None,
     help="Store to record spans in (memory:, sqlite:///x.db, http://...).",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (0.0.0.0: all).")
-@click.option(
-    "--port", default=4000, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any free)."
-)
+@serving.address_options(4000)
 @click.option(
     "--token",
     envvar="AGL_PROXY_TOKEN",
@@ -193,12 +190,7 @@ def parse_backend_options(
     "recorded with agl.llm.side_call (repeatable).",
 )
 @click.option("--drop-side-calls", is_flag=True, help="Forward side calls without recording them at all.")
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@serving.log_level_option
 def serve(
     backends: tuple[str, ...],
     store_uri: str | None,
@@ -218,10 +210,8 @@ def serve(
     strip_lines: tuple[str, ...],
     side_call_models: tuple[str, ...],
     drop_side_calls: bool,
-    log_level: str,
 ) -> None:
     """Serve the LLM proxy until SIGINT/SIGTERM, then finish in-flight requests and flush spans."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if store_uri:
         from agl_core.store.uri import check_store_uri
 
@@ -236,11 +226,7 @@ def serve(
     spec = parse_backend_options(
         backends, api_key=api_key, token_ids=not no_token_ids, streaming=not no_streaming
     )
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        click.echo(
-            f"warning: serving on {host} without --token; anyone who can reach the port can use the models.",
-            err=True,
-        )
+    serving.warn_if_open(host, token, "use the models")
     from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
 
     try:
@@ -269,13 +255,7 @@ def serve(
     try:
         _run(_serve(spec, store_uri, options))
     except OSError as exc:
-        from agl_core.cli.errors import AglUserError, ExitCode
-
-        raise AglUserError(
-            f"cannot serve on {host}:{port}: {exc.strerror or exc}",
-            hint="pick another --port (0 picks a free one) or stop the process that holds it",
-            exit_code=ExitCode.BUSY,
-        ) from exc
+        raise serving.port_busy(host, port, exc) from exc
 
 
 def _run(main: Coroutine[Any, Any, None]) -> None:
@@ -297,13 +277,7 @@ async def _serve(spec: dict[str, list[HttpBackend]], store_uri: str | None, opti
 
         store = open_store(store_uri)
     proxy = LLMProxy(spec, store=store, **options)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover - Windows
-            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+    stop = serving.stop_on_signals()
     try:
         await proxy.start()
         recording = f"recording to {store_uri}" if store_uri else "not recording (no --store)"

@@ -27,6 +27,8 @@ from typing import Any
 
 import click
 
+from agl_core.cli import serving
+
 __all__ = ["main", "runner_command"]
 
 logger = logging.getLogger("agl_core.cli.runner")
@@ -398,12 +400,7 @@ def _agent_spec(
     default=None,
     help="Cluster address for --strategy ray ('auto', 'ray://head:10001'); default: a local Ray.",
 )
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@serving.log_level_option
 def runner_command(
     store_url: str,
     agent_spec: str | None,
@@ -422,10 +419,8 @@ def runner_command(
     grace: float,
     strategy_name: str,
     address: str | None,
-    log_level: str,
 ) -> None:
     """Run agent runners against a store served elsewhere, until Ctrl-C."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from agl_core.store.uri import check_store_uri
 
     check_store_uri(store_url)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from agl_core.cli.store_inspect import add_inspection_commands
+from agl_core.cli import serving
+from agl_core.cli.store_export_cmd import export_command
+from agl_core.cli.store_query_cmd import ls_command, show_command
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,7 +70,8 @@ def store_group(ctx: click.Context, /) -> None:
         ctx.invoke(_legacy_store_command())
 
 
-add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/cli/store_inspect.py)
+for _inspection in (ls_command, show_command, export_command):  # agl store ls | show | export
+    store_group.add_command(_inspection)
 
 
 @store_group.command(name="serve")
@@ -81,10 +82,7 @@ add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/c
     show_default=True,
     help="Store to serve: sqlite:///path.db (durable), memory: (lost on exit), or any registered scheme.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (0.0.0.0: all).")
-@click.option(
-    "--port", default=4747, show_default=True, type=click.IntRange(0, 65535), help="TCP port (0: any free)."
-)
+@serving.address_options(4747)
 @click.option(
     "--token",
     envvar="AGL_STORE_TOKEN",
@@ -126,12 +124,7 @@ add_inspection_commands(store_group)  # agl store ls | show | export (agl_core/c
     help="agl.RolloutHooks (a subclass or an instance) to run around every rollout the store keeps, as "
     "Trainer(rollout_hooks=...) does; repeatable, called in order.",
 )
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@serving.log_level_option
 def serve(
     store_uri: str,
     host: str,
@@ -142,7 +135,6 @@ def serve(
     max_body_bytes: int,
     max_connections: int | None,
     rollout_hooks: tuple[str, ...],
-    log_level: str,
 ) -> None:
     """Serve a store over HTTP until SIGINT/SIGTERM, then shut down gracefully.
 
@@ -163,13 +155,7 @@ def serve(
             hooks.append(load_rollout_hooks(target))
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--rollout-hooks") from exc
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        click.echo(
-            f"warning: serving on {host} without --token; anyone who can reach the port can read and write "
-            "the store.",
-            err=True,
-        )
+    serving.warn_if_open(host, token, "read and write the store")
     if store_uri == DEFAULT_STORE_URI:
         Path(".agl").mkdir(exist_ok=True)
     asyncio.run(
@@ -245,7 +231,6 @@ async def _serve(
     max_connections: int | None = None,
     rollout_hooks: Sequence[RolloutHooks] = (),
 ) -> None:
-    from agl_core.cli.errors import AglUserError, ExitCode
     from agl_core.store import open_store
     from agl_core.store.http.server import LightningStoreServer
 
@@ -272,22 +257,12 @@ async def _serve(
         allowed_hosts=allowed_hosts,
         max_connections=max_connections,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except NotImplementedError:  # pragma: no cover - Windows
-            signal.signal(sig, lambda *_: loop.call_soon_threadsafe(stop.set))
+    stop = serving.stop_on_signals()
     try:
         try:
             await server.start()
         except OSError as exc:
-            raise AglUserError(
-                f"cannot serve on {host}:{port}: {exc.strerror or exc}",
-                hint="pick another --port (0 picks a free one) or stop the process that holds it",
-                exit_code=ExitCode.BUSY,
-            ) from exc
+            raise serving.port_busy(host, port, exc) from exc
         click.echo(
             f"agl store: serving {served} ({store_uri}) at {server.endpoint} "
             f"(pid {os.getpid()}{', token required' if token else ''})",

@@ -12,7 +12,7 @@ from agl_core.store.base import LightningStore
 if TYPE_CHECKING:
     from agl_core.types.status import RolloutStatus
 
-__all__ = ["PAGE_SIZE", "add_inspection_commands", "iter_rollouts", "open_store_for_reading", "store_option"]
+__all__ = ["PAGE_SIZE", "iter_rollouts", "open_store_for_reading", "store_option"]
 
 PAGE_SIZE = 200
 """Rollouts fetched per query while streaming through a store."""
@@ -66,12 +66,3 @@ async def iter_rollouts(
         offset += len(page.items)
         if not page.items or offset >= page.total:
             return
-
-
-def add_inspection_commands(group: click.Group) -> None:
-    """Add ``ls``, ``show`` and ``export`` to the ``agl store`` group."""
-    from agl_core.cli.store_export_cmd import export_command
-    from agl_core.cli.store_query_cmd import ls_command, show_command
-
-    for command in (ls_command, show_command, export_command):
-        group.add_command(command)

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, TypeVar, cast, overload
 
-from agl_core.emitter import annotation  # 0.3 defined operation there; patches of its tracer lookup apply
+import agl_core.emitter.annotation as annotation  # 0.3 defined operation there; its patches apply
 from agl_core.emitter._resolve import resolve_tracer
 from agl_core.semconv import AGL_OPERATION, LightningSpanAttributes
 from agl_core.types import SpanCoreFields, SpanRecordingContext

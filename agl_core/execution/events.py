@@ -31,13 +31,11 @@ class ExecutionEvent(Protocol):
         ...
 
 
-class ThreadingEvent:
-    """An `ExecutionEvent` for bundles running as threads of one process."""
+class _Flag:
+    """An `ExecutionEvent` over a threading or multiprocessing ``Event``."""
 
     __slots__ = ("_event",)
-
-    def __init__(self) -> None:
-        self._event = threading.Event()
+    _event: ExecutionEvent
 
     def set(self) -> None:
         """Raise the flag."""
@@ -56,14 +54,23 @@ class ThreadingEvent:
         return self._event.wait(timeout)
 
 
-class MultiprocessingEvent:
+class ThreadingEvent(_Flag):
+    """An `ExecutionEvent` for bundles running as threads of one process."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+
+class MultiprocessingEvent(_Flag):
     """An `ExecutionEvent` shared with child processes (pass it to the child; it pickles for spawn too).
 
     Args:
         ctx: The multiprocessing context to create the event in (default: the current default context).
     """
 
-    __slots__ = ("_event",)
+    __slots__ = ()
 
     def __init__(self, *, ctx: BaseContext | None = None) -> None:
         context = ctx if ctx is not None else multiprocessing.get_context()
@@ -74,19 +81,3 @@ class MultiprocessingEvent:
 
     def __setstate__(self, state: object) -> None:
         self._event = state  # type: ignore[assignment]
-
-    def set(self) -> None:
-        """Raise the flag (visible in every process)."""
-        self._event.set()
-
-    def clear(self) -> None:
-        """Lower the flag."""
-        self._event.clear()
-
-    def is_set(self) -> bool:
-        """Whether the flag is raised."""
-        return self._event.is_set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the flag is raised or ``timeout`` seconds pass; True when it is raised."""
-        return self._event.wait(timeout)

@@ -11,8 +11,8 @@ from typing import Any
 
 from aiohttp import web
 
+import agl_core.llm_proxy._json as _json
 from agl_core.errors import AglError
-from agl_core.llm_proxy import _json
 
 __all__ = [
     "BackendConfigError",

@@ -16,7 +16,7 @@ from typing import Any
 
 import aiohttp
 
-from agl_core.llm_proxy import _json
+import agl_core.llm_proxy._json as _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
 from agl_core.llm_proxy.errors import ProxyHTTPError, normalize_upstream_error
 from agl_core.llm_proxy.stats import ProxyStats

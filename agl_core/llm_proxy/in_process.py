@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from agl_core.llm_proxy import _json
+import agl_core.llm_proxy._json as _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
 from agl_core.llm_proxy.errors import ProxyHTTPError
 from agl_core.llm_proxy.recording import Exchange

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agl_core.llm_proxy import _json
+import agl_core.llm_proxy._json as _json
 from agl_core.llm_proxy.streaming import Operation, assemble_stream
 from agl_core.semconv import (
     AGL_LLM_CLIENT_API,

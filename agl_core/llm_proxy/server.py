@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-from agl_core.llm_proxy import _json
+import agl_core.llm_proxy._json as _json
 from agl_core.llm_proxy.backends import BackendPool, BackendTable, Replica
 from agl_core.llm_proxy.client_api import ClientApi, TranslationNotes, load_client_api
 from agl_core.llm_proxy.errors import ProxyHTTPError, error_body

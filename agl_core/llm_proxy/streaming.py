@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from agl_core.llm_proxy import _json
+import agl_core.llm_proxy._json as _json
 
 __all__ = [
     "DONE_EVENT",
@@ -112,6 +112,20 @@ def _merge_tool_calls(calls: dict[int, dict[str, Any]], deltas: Any) -> None:
                 call["function"]["arguments"] += function["arguments"]
 
 
+def _merge_envelope(out: dict[str, Any], chunk: Mapping[str, Any]) -> bool:
+    """Take a chunk's top-level fields into ``out`` (the first id, created, model, system fingerprint and
+    prompt token ids; the last usage). False for an ``{"error": ...}`` event, which is kept under "error"."""
+    if "error" in chunk:
+        out["error"] = chunk["error"]
+        return False
+    for key in ("id", "created", "model", "system_fingerprint", "prompt_token_ids"):
+        if key not in out and chunk.get(key) is not None:
+            out[key] = chunk[key]
+    if chunk.get("usage"):
+        out["usage"] = chunk["usage"]
+    return True
+
+
 def assemble_chat(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Merge ``chat.completion.chunk`` dicts into one ``chat.completion`` dict.
 
@@ -126,16 +140,8 @@ def assemble_chat(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     reasoning: dict[int, list[str]] = {}
     calls: dict[int, dict[int, dict[str, Any]]] = {}
     for chunk in chunks:
-        if "error" in chunk:
-            out["error"] = chunk["error"]
+        if not _merge_envelope(out, chunk):
             continue
-        for key in ("id", "created", "model", "system_fingerprint"):
-            if key not in out and chunk.get(key) is not None:
-                out[key] = chunk[key]
-        if "prompt_token_ids" not in out and chunk.get("prompt_token_ids") is not None:
-            out["prompt_token_ids"] = chunk["prompt_token_ids"]
-        if chunk.get("usage"):
-            out["usage"] = chunk["usage"]
         for raw_choice in chunk.get("choices") or ():
             index = raw_choice.get("index", 0)
             choice = choices.get(index)
@@ -189,16 +195,8 @@ def assemble_completion(chunks: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     choices: dict[int, dict[str, Any]] = {}
     texts: dict[int, list[str]] = {}
     for chunk in chunks:
-        if "error" in chunk:
-            out["error"] = chunk["error"]
+        if not _merge_envelope(out, chunk):
             continue
-        for key in ("id", "created", "model", "system_fingerprint"):
-            if key not in out and chunk.get(key) is not None:
-                out[key] = chunk[key]
-        if "prompt_token_ids" not in out and chunk.get("prompt_token_ids") is not None:
-            out["prompt_token_ids"] = chunk["prompt_token_ids"]
-        if chunk.get("usage"):
-            out["usage"] = chunk["usage"]
         for raw_choice in chunk.get("choices") or ():
             index = raw_choice.get("index", 0)
             choice = choices.get(index)

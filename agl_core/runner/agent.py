@@ -52,10 +52,6 @@ def _event_is_set(event: Any | None) -> bool:
     return event is not None and bool(event.is_set())
 
 
-class _TraceUnsupported(Exception):
-    """Raised internally when the tracer has no ``trace_context`` (``DummyTracer``)."""
-
-
 class LitAgentRunner(Runner[T_task], Generic[T_task]):
     """Runs a :class:`~agl_core.litagent.LitAgent` on rollouts: dequeue, trace, run, record, report.
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from pydantic import BaseModel, Field
 
-from agl_core.types import status as _status
+import agl_core.types.status as _status
 from agl_core.types.core import Rollout, TaskInput, Triplet
 from agl_core.types.status import RolloutMode
 
