@@ -206,40 +206,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     timings["model"] = round(time.perf_counter() - t, 1)
     evals: list[EvalResult] = []
 
-    def record(result: EvalResult) -> None:
+    def record(result: EvalResult, started: float) -> None:
         evals.append(result)
-        timings[f"eval {result.stage}"] = round(result.seconds, 1)
+        timings[f"eval {result.stage}"] = round(time.perf_counter() - started, 1)  # engine start included
         print(f"held-out [{result.stage}]: {json.dumps(result.row())}", flush=True)
 
-    base_service = LocalServiceClient(checkpoint_dir=out / "scratch", sampler=sampler)
+    # one service for every evaluation and RL: with vLLM one engine, started on the base model, that
+    # reloads the weights of the model it serves (SFT-merged, then each RL snapshot, LoRA merged in)
+    service = LocalServiceClient(checkpoint_dir=out / "rl" / "checkpoints", sampler=sampler)
     try:
-        record(asyncio.run(evaluate_folder("base", model, heldout, base_service)))
-    finally:
-        base_service.close()
-    print(f"\n== stage 1: SFT warm-up (agl-unsloth, TRL, LoRA) on {len(train)} problems ==", flush=True)
-    t = time.perf_counter()
-    sft_model = stage_sft(cfg, model, out, store_uri, runners, train)
-    timings["sft"] = round(time.perf_counter() - t, 1)
-    # one service (one vLLM engine on the SFT model, LoRA on) for this evaluation, RL and the last one
-    rl_service = LocalServiceClient(checkpoint_dir=out / "rl" / "checkpoints", sampler=sampler)
-    try:
-        record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, rl_service, RL_LORA_RANK)))
+        t = time.perf_counter()
+        record(asyncio.run(evaluate_folder("base", model, heldout, service)), t)
+        print(f"\n== stage 1: SFT warm-up (agl-unsloth, TRL, LoRA) on {len(train)} problems ==", flush=True)
+        t = time.perf_counter()
+        sft_model = stage_sft(cfg, model, out, store_uri, runners, train)
+        timings["sft"] = round(time.perf_counter() - t, 1)
+        t = time.perf_counter()
+        record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, service)), t)
         print(
             f"\n== stage 2: RL (agl-tinker local, LoRA, {cfg['rl_steps']} steps, {sampler} sampler) "
             f"from {sft_model} ==",
             flush=True,
         )
         t = time.perf_counter()
-        rl = stage_rl(cfg, sft_model, out, store_uri, runners, train, rl_service)
+        rl = stage_rl(cfg, sft_model, out, store_uri, runners, train, service)
         timings["rl"] = round(time.perf_counter() - t, 1)
 
         async def eval_rl() -> EvalResult:
             snapshot = await rl.training_client.save_weights_and_get_sampling_client()
             return await evaluate_sampler("after RL", snapshot, rl.training_client.get_tokenizer(), heldout)
 
-        record(asyncio.run(eval_rl()))
+        t = time.perf_counter()
+        record(asyncio.run(eval_rl()), t)
     finally:
-        rl_service.close()
+        service.close()
 
     rows = [e.row() for e in evals]
     base = evals[0].scores
