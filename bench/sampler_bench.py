@@ -12,7 +12,7 @@ temperature 1 (a sequence stops early at the end-of-turn token). ``local``: agl-
 ``LocalSamplingClient`` with the demo's LoRA (rank 16), fp32, batched forward passes with a KV cache.
 ``vllm``: vLLM's offline engine (``vllm.LLM``, eager, ``--dtype``), after one warm-up batch.
 ``local-vllm``: what ``make demo-real`` samples with: agl-tinker's local backend with ``sampler="vllm"``
-(the rank-16 LoRA snapshot loaded into vLLM, requests batched by its engine thread).
+(the snapshot's weights, LoRA merged in, served by one vLLM engine; requests batched by its thread).
 
 The bound: decoding one token of every sequence in the batch reads all weights once, so generation is
 at most ``memory bandwidth / weight bytes x batch`` tokens/s (KV-cache and activation traffic
