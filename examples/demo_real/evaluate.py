@@ -111,7 +111,9 @@ async def evaluate_sampler(
     )
 
 
-async def evaluate_folder(stage: str, model_dir: Path, tasks: list[Task], service: LocalServiceClient) -> EvalResult:
+async def evaluate_folder(
+    stage: str, model_dir: Path, tasks: list[Task], service: LocalServiceClient
+) -> EvalResult:
     """Evaluate the model saved in ``model_dir`` with ``service``'s sampler (see :func:`evaluate_sampler`).
 
     With vLLM the service's one engine serves the folder (its weights reloaded when another was served).

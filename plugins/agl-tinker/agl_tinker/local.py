@@ -383,7 +383,9 @@ class LocalTrainingClient:
         from peft.tuners.lora import LoraLayer
 
         base = self.model.get_base_model() if self.rank > 0 else self.model
-        deltas = {n: m.get_delta_weight("default") for n, m in base.named_modules() if isinstance(m, LoraLayer)}
+        deltas = {
+            n: m.get_delta_weight("default") for n, m in base.named_modules() if isinstance(m, LoraLayer)
+        }
         state: dict[str, torch.Tensor] = {}
         seen: set[int] = set()
         for name, tensor in base.state_dict().items():

@@ -91,7 +91,7 @@ class VllmEngine:
         self._engine = self._llm.llm_engine
         self._pending: list[_Pending] = []
         self._running: dict[str, _Pending] = {}
-        self._loaded = self.model  # the weights folder served
+        self._loaded: str | None = self.model  # the weights folder served (None: unknown after a failure)
         self._wake = threading.Condition()
         self._closed = False
         self._thread = threading.Thread(target=self._loop, name="agl-tinker-vllm", daemon=True)
@@ -147,6 +147,7 @@ class VllmEngine:
             self._llm.collective_rpc("reload_weights", kwargs={"weights_path": weights})
             self._llm.reset_prefix_cache()  # cached blocks hold keys and values of the old weights
         except Exception as exc:
+            self._loaded = None  # a reload that failed half-way leaves no known weights
             with self._wake:
                 failed = [p for p in self._pending if p.weights == weights]
                 self._pending = [p for p in self._pending if p.weights != weights]

@@ -98,7 +98,9 @@ async def test_concurrent_calls_are_answered_each_with_its_own_samples(client: L
     assert all(len(s.tokens) == len(s.logprobs or []) for r in responses for s in r.sequences)
 
 
-async def test_snapshots_of_two_clients_share_the_engine(client: LocalTrainingClient, tiny_model: Path) -> None:
+async def test_snapshots_of_two_clients_share_the_engine(
+    client: LocalTrainingClient, tiny_model: Path
+) -> None:
     first = await client.save_weights_and_get_sampling_client()
     other = await client.service.create_lora_training_client(str(tiny_model), rank=8)
     tokenizer = other.get_tokenizer()

@@ -101,7 +101,12 @@ async def test_a_chat_backend_of_ones_own_serves_the_rollouts(tiny_model: Path, 
 
     chat = Recording(tiny_model, model="mine", max_tokens=6)
     run_dir = tmp_path / "run"
-    settings: dict[str, Any] = {"n_iterations": 1, "rollouts_per_task": 2, "top_k": 4, "evaluate_final": False}
+    settings: dict[str, Any] = {
+        "n_iterations": 1,
+        "rollouts_per_task": 2,
+        "top_k": 4,
+        "evaluate_final": False,
+    }
     algo = SFT(model_name=tiny_model, run_dir=run_dir, progress=False, chat_backend=chat, **settings)
     store = InMemoryLightningStore()
     algo.set_store(store)
