@@ -357,7 +357,7 @@ class LocalTrainingClient:
         return self.service._worker.submit(snapshot)
 
     def _vllm_snapshot(self, name: str) -> Any:
-        from safetensors.torch import save_file
+        from safetensors.torch import save_file  # type: ignore[import-not-found,unused-ignore]
 
         from agl_tinker.vllm_sampler import VllmSamplingClient
 
