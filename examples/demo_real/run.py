@@ -114,12 +114,12 @@ def trainer(store_uri: str, algorithm: Any, runners: int) -> Trainer:
 class EngineChat(TinkerChatBackend):
     """The SFT rollouts' chat backend on the service's vLLM engine; ``load`` serves another model folder."""
 
-    def __init__(self, service: LocalServiceClient, model: Path, **options: Any) -> None:
+    def __init__(self, service: LocalServiceClient, folder: Path, **options: Any) -> None:
         from transformers import AutoTokenizer
 
-        self.engine = service.vllm_engine(str(model))
-        tokenizer = AutoTokenizer.from_pretrained(model)
-        super().__init__(VllmSamplingClient(self.engine, tokenizer, "sft", model), tokenizer, **options)
+        self.engine = service.vllm_engine(str(folder))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        super().__init__(VllmSamplingClient(self.engine, tokenizer, "sft", folder), tokenizer, **options)
 
     def load(self, model_dir: str | Path) -> None:
         """Serve the model saved in ``model_dir`` from the next request on."""
