@@ -2,8 +2,8 @@
 
 Usage (each backend in a venv that has it; JSON on stdout and in ``--out FILE``):
     .venv-demo-real/bin/python bench/sampler_bench.py --backend local [--model DIR] [--prompts 32]
-    .venv-demo-real/bin/python bench/sampler_bench.py --backend vllm --dtype bfloat16|float32 [--max-tokens N]
-    .venv-demo-real/bin/python bench/sampler_bench.py --backend local-vllm [--dtype bfloat16]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend vllm [--dtype bfloat16] [--max-tokens N]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend local-vllm [--dtype float32]
 
 Prompts: ``--prompts`` held-out calculator problems of ``examples/demo_real`` rendered as the demo's
 first turn (system line, one worked example, the question) with the model's chat template; all are
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", type=Path, default=ROOT / ".agl" / "models" / "smollm2-135m-instruct")
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--dtype", default="bfloat16", help="vllm, local-vllm: bfloat16 or float32")
+    parser.add_argument("--dtype", default="float32", help="vllm, local-vllm: float32 or bfloat16")
     parser.add_argument("--out", type=Path, help="also write the JSON here (vLLM logs to stdout too)")
     args = parser.parse_args(argv)
     if not (args.model / "config.json").is_file():
