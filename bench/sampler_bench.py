@@ -2,8 +2,8 @@
 
 Usage (each backend in a venv that has it; JSON on stdout and in ``--out FILE``):
     .venv-demo-real/bin/python bench/sampler_bench.py --backend local [--model DIR] [--prompts 32]
-    .venv-demo-real/bin/python bench/sampler_bench.py --backend vllm --dtype bfloat16|float32 [--max-tokens N]
-    .venv-demo-real/bin/python bench/sampler_bench.py --backend local-vllm [--dtype bfloat16]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend vllm [--dtype bfloat16] [--max-tokens N]
+    .venv-demo-real/bin/python bench/sampler_bench.py --backend local-vllm [--dtype float32]
 
 Prompts: ``--prompts`` held-out calculator problems of ``examples/demo_real`` rendered as the demo's
 first turn (system line, one worked example, the question) with the model's chat template; all are
@@ -12,7 +12,7 @@ temperature 1 (a sequence stops early at the end-of-turn token). ``local``: agl-
 ``LocalSamplingClient`` with the demo's LoRA (rank 16), fp32, batched forward passes with a KV cache.
 ``vllm``: vLLM's offline engine (``vllm.LLM``, eager, ``--dtype``), after one warm-up batch.
 ``local-vllm``: what ``make demo-real`` samples with: agl-tinker's local backend with ``sampler="vllm"``
-(the rank-16 LoRA snapshot loaded into vLLM, requests batched by its engine thread).
+(the snapshot's weights, LoRA merged in, served by one vLLM engine; requests batched by its thread).
 
 The bound: decoding one token of every sequence in the batch reads all weights once, so generation is
 at most ``memory bandwidth / weight bytes x batch`` tokens/s (KV-cache and activation traffic
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", type=Path, default=ROOT / ".agl" / "models" / "smollm2-135m-instruct")
     parser.add_argument("--prompts", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--dtype", default="bfloat16", help="vllm, local-vllm: bfloat16 or float32")
+    parser.add_argument("--dtype", default="float32", help="vllm, local-vllm: float32 or bfloat16")
     parser.add_argument("--out", type=Path, help="also write the JSON here (vLLM logs to stdout too)")
     args = parser.parse_args(argv)
     if not (args.model / "config.json").is_file():

@@ -112,12 +112,11 @@ async def evaluate_sampler(
 
 
 async def evaluate_folder(
-    stage: str, model_dir: Path, tasks: list[Task], service: LocalServiceClient, lora_rank: int = 0
+    stage: str, model_dir: Path, tasks: list[Task], service: LocalServiceClient
 ) -> EvalResult:
     """Evaluate the model saved in ``model_dir`` with ``service``'s sampler (see :func:`evaluate_sampler`).
 
-    With vLLM the folder is served by the service's engine for ``(model_dir, lora_rank)`` without an
-    adapter, so a later LoRA run on the same folder and rank reuses that engine.
+    With vLLM the service's one engine serves the folder (its weights reloaded when another was served).
     """
     if service.sampler == "vllm":
         from transformers import AutoTokenizer
@@ -125,8 +124,9 @@ async def evaluate_folder(
         from agl_tinker.vllm_sampler import VllmSamplingClient
 
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        engine = await asyncio.to_thread(service.vllm_engine, str(model_dir), lora_rank)
-        return await evaluate_sampler(stage, VllmSamplingClient(engine, tokenizer, stage), tokenizer, tasks)
+        engine = await asyncio.to_thread(service.vllm_engine, str(model_dir))
+        sampler = VllmSamplingClient(engine, tokenizer, stage, model_dir)
+        return await evaluate_sampler(stage, sampler, tokenizer, tasks)
     training_client = await service.create_lora_training_client(str(model_dir), rank=0)
     sampler = await training_client.save_weights_and_get_sampling_client()
     return await evaluate_sampler(stage, sampler, training_client.get_tokenizer(), tasks)

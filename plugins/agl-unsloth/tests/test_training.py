@@ -80,3 +80,39 @@ def test_runs_under_the_trainer_by_its_alias(tiny_model: Path, tmp_path: Path) -
     (row,) = _rows(tmp_path / "run")
     assert row["rollouts"] == 12 and row["failed"] == 0 and row["kept"] == row["conversations"] == 4
     assert row["loss_first"] is not None
+
+
+async def test_a_chat_backend_of_ones_own_serves_the_rollouts(tiny_model: Path, tmp_path: Path) -> None:
+    from agl_unsloth.serving import TransformersChatBackend
+
+    class Recording(TransformersChatBackend):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.requests = 0
+            self.loaded: list[Path] = []
+            super().__init__(*args, **kwargs)
+
+        async def chat_completions(self, request: dict[str, Any]) -> dict[str, Any]:
+            self.requests += 1
+            return await super().chat_completions(request)
+
+        def load(self, model_dir: str | Path) -> None:
+            self.loaded.append(Path(model_dir))
+            super().load(model_dir)
+
+    chat = Recording(tiny_model, model="mine", max_tokens=6)
+    run_dir = tmp_path / "run"
+    settings: dict[str, Any] = {
+        "n_iterations": 1,
+        "rollouts_per_task": 2,
+        "top_k": 4,
+        "evaluate_final": False,
+    }
+    algo = SFT(model_name=tiny_model, run_dir=run_dir, progress=False, chat_backend=chat, **settings)
+    store = InMemoryLightningStore()
+    algo.set_store(store)
+    async with running_runners(store, digits_agent):
+        await algo.run(TASKS)
+    (row,) = _rows(run_dir)
+    assert row["rollouts"] == chat.requests == 12 and row["kept"] == 4
+    assert chat.loaded == [tiny_model, algo.current_model]  # built on the base, then given the merged model
+    assert json.loads((run_dir / "manifest.json").read_text())["serving"] == "custom"
