@@ -377,14 +377,7 @@ class SqliteLightningStore(LightningStore):
 
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Insert the checked batch in one transaction (duplicates skipped)."""
-        checked = request.spans
-        if len(checked) == 1:
-            stored = await self._call(
-                spans_ops.add_span, (self._ops, checked[0], _span_json(checked[0])), WRITE
-            )
-            return [] if stored is None else [stored]
-        datas = [_span_json(span) for span in checked]
-        return await self._call(spans_ops.add_spans, (self._ops, checked, datas), WRITE)
+        return await self._call(spans_ops.add_spans, (self._ops, request.spans, _span_json), WRITE)
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one transaction (see `LightningStore`)."""

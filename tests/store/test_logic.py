@@ -744,7 +744,8 @@ async def test_single_and_batch_methods_share_one_backend_method() -> None:
     assert await store.dequeue_rollout("w1") is None and calls[-1] == ("dequeue", 1, "w1")
 
 
-async def test_add_otel_span_allocates_sequence_id() -> None:
+async def test_add_otel_span_leaves_the_sequence_id_to_the_backend() -> None:
+    """Without a sequence id add_otel_span sends 0 (the backend numbers the span): no extra round trip."""
     from opentelemetry.sdk.trace import TracerProvider
 
     stored: list[Span] = []
@@ -753,14 +754,11 @@ async def test_add_otel_span_allocates_sequence_id() -> None:
         stored.extend(request.spans)
         return list(request.spans)
 
-    async def _issue_sequence_ids(self: Any, request: Any) -> list[int]:
-        return [7]
-
-    store = make_store_class(_insert_spans=_insert_spans, _issue_sequence_ids=_issue_sequence_ids)()
+    store = make_store_class(_insert_spans=_insert_spans)()
     with TracerProvider().get_tracer("t").start_as_current_span("work") as otel_span:
         pass
     result = await store.add_otel_span("ro-1", "at-1", otel_span)  # type: ignore[arg-type]
-    assert result is stored[0] and (result.sequence_id, result.name, result.rollout_id) == (7, "work", "ro-1")
+    assert result is stored[0] and (result.sequence_id, result.name, result.rollout_id) == (0, "work", "ro-1")
     await store.add_otel_span("ro-1", "at-1", otel_span, sequence_id=3)  # type: ignore[arg-type]
     assert stored[1].sequence_id == 3
 

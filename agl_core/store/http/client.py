@@ -592,7 +592,13 @@ class LightningStoreClient(LightningStore):
             return [] if stored is None else [stored]
         body = b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}"
         answer = await self._request("add_spans", body)
-        return [batch[i] for i in answer.inserted]
+        inserted = [batch[i] for i in answer.inserted]
+        if answer.sequence_ids is None:  # an older server
+            return inserted
+        return [
+            span if span.sequence_id == seq else logic.number_span(span, seq)
+            for span, seq in zip(inserted, answer.sequence_ids, strict=True)
+        ]
 
     async def _add_one_span(self, span: Span) -> Span | None:
         tries = [0]

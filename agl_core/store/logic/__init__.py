@@ -69,6 +69,7 @@ from agl_core.store.logic.queries import (
     with_attempt,
 )
 from agl_core.store.logic.sequence import (
+    number_span,
     plan_sequence_ids,
 )
 from agl_core.store.logic.sorting import (
@@ -159,6 +160,7 @@ __all__ = [
     "next_rollout_status",
     "next_rollout_status_after_attempt_update",
     "normalize_filter",
+    "number_span",
     "page_result",
     "paginate",
     "plan_sequence_ids",

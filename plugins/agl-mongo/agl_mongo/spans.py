@@ -85,18 +85,19 @@ async def _check_targets(ctx: StoreContext, targets: Sequence[tuple[str, str]]) 
 
 
 async def _reserve_order(
-    ctx: StoreContext, rollout_id: str, attempt_id: str, count: int
+    ctx: StoreContext, rollout_id: str, attempt_id: str, count: int, unnumbered: int
 ) -> tuple[int, dict[str, Any]]:
-    """Reserve `count` insertion-order numbers for spans of the attempt.
+    """Reserve `count` insertion-order numbers for spans of the attempt and `unnumbered` sequence ids.
 
-    Returns the first number and the rollout's state (for the heartbeat's transition).
+    Returns the first number and the rollout's state (for the heartbeat's transition; its ``sq`` is
+    the last sequence id reserved).
     """
 
     async def step(cols: Collections, retrying: bool) -> Any:
         return await cols.rollouts.find_one_and_update(
             {"_id": key(ctx.partition, rollout_id), "attempts.attempt_id": attempt_id},
-            {"$inc": {"so": count}},
-            projection={"so": 1, "status": 1, "attempts": 1, "rev": 1},
+            {"$inc": {"so": count, "sq": unnumbered}},
+            projection={"so": 1, "sq": 1, "status": 1, "attempts": 1, "rev": 1},
             return_document=ReturnDocument.AFTER,
         )
 
@@ -110,7 +111,8 @@ async def _reserve_order(
 async def add_spans(ctx: StoreContext, spans: Sequence[Span]) -> list[Span]:
     """Store validated spans; return those inserted (duplicates skipped, even within the batch).
 
-    Every span's rollout and attempt must exist; that is checked before anything is written.
+    Every span's rollout and attempt must exist; that is checked before anything is written. Spans
+    with ``sequence_id`` 0 get ids reserved with the insertion-order numbers (one ``$inc``).
     """
     unique: list[Span] = []
     seen: set[tuple[str, str, str]] = set()
@@ -128,9 +130,11 @@ async def add_spans(ctx: StoreContext, spans: Sequence[Span]) -> list[Span]:
     docs: list[dict[str, Any]] = [{} for _ in unique]
     states: dict[tuple[str, str], dict[str, Any]] = {}
     for (rollout_id, attempt_id), members in groups.items():
-        first, states[(rollout_id, attempt_id)] = await _reserve_order(
-            ctx, rollout_id, attempt_id, len(members)
-        )
+        unnumbered = [position for position in members if not unique[position].sequence_id]
+        first, state = await _reserve_order(ctx, rollout_id, attempt_id, len(members), len(unnumbered))
+        states[(rollout_id, attempt_id)] = state
+        for number, position in enumerate(unnumbered, int(state["sq"]) - len(unnumbered) + 1):
+            unique[position] = store_logic.number_span(unique[position], number)
         for offset, position in enumerate(members):
             span = unique[position]
             doc = span_doc(ctx.partition, span, first + offset, token)

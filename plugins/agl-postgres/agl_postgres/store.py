@@ -118,7 +118,6 @@ class PostgresLightningStore(LightningStore):
         """The effective store options (pool sizes, timeouts, schema)."""
         self._db = PostgresConnection(settings)
         self._span_cache = spans.SpanCache()
-        self._span_targets = spans.TargetCache()
 
     @classmethod
     def from_uri(cls, uri: str, **kwargs: Any) -> PostgresLightningStore:
@@ -294,15 +293,8 @@ class PostgresLightningStore(LightningStore):
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Insert the checked batch in one transaction (duplicates skipped)."""
         checked = list(request.spans)
-        if len(checked) == 1:
-            span, data, targets = checked[0], _span_json(checked[0]), self._span_targets
-            stored = await self._run(
-                lambda conn, retrying: spans.add_span(conn, targets, span, data, self.clock(), retrying)
-            )
-            return [] if stored is None else [stored]
-        datas = [_span_json(span) for span in checked]
         return await self._run(
-            lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
+            lambda conn, retrying: spans.add_spans(conn, checked, _span_json, self.clock(), retrying)
         )
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
