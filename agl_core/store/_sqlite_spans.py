@@ -19,7 +19,6 @@ from agl_core.types.tracer import STORED_SPAN_CONTEXT
 __all__ = [
     "SPAN_SQL",
     "add_spans",
-    "next_sequence_id",
     "query_spans",
     "sequence_ids",
 ]
@@ -61,12 +60,6 @@ _SET_ATTEMPT = (
 _CURRENT_COUNTER = (
     "SELECT max(coalesce((SELECT value FROM span_counters WHERE rollout_id = ?1), 0), "
     "coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0))"
-)
-# One statement: the next id is above both the issued ids and every stored span's id.
-_NEXT_COUNTER = (
-    "INSERT INTO span_counters (rollout_id, value) "
-    "VALUES (?1, coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0) + 1) "
-    "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value + 1, excluded.value) RETURNING value"
 )
 _SET_COUNTER = (
     "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) "
@@ -144,11 +137,6 @@ def _heartbeat(
 def _current_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
     row = ops.db.execute(_CURRENT_COUNTER, (rollout_id,)).fetchone()
     return int(row[0])
-
-
-def next_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
-    """Issue the next sequence id of `rollout_id` (1, 2, 3, ...; above every stored span's id)."""
-    return int(ops.db.execute(_NEXT_COUNTER, (rollout_id,)).fetchone()[0])
 
 
 def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:

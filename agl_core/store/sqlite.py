@@ -382,8 +382,6 @@ class SqliteLightningStore(LightningStore):
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
-        if len(rollout_ids) == 1:
-            return [await self._call(spans_ops.next_sequence_id, (self._ops, rollout_ids[0]), WRITE_ONE)]
         return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:

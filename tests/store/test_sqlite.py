@@ -556,7 +556,7 @@ def test_hot_queries_use_their_indexes(tmp_path: Path) -> None:
         assert "SCAN" not in plan(ops._UNHEALTHY_CANDIDATES, (1.0,))
         rollout_spans = "SELECT data FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
         assert "USING INDEX spans_by_sequence (rollout_id=?)" in plan(rollout_spans, ("ro-1",))
-        assert "spans_by_sequence (rollout_id=?)" in plan(spans._NEXT_COUNTER, ("ro-1",))
+        assert "spans_by_sequence (rollout_id=?)" in plan(spans._CURRENT_COUNTER, ("ro-1",))
         assert "PRIMARY KEY (rollout_id=? AND attempt_id=?)" in plan(spans._TOUCH_ATTEMPT, (1.0, "r", "a"))
         assert "(rollout_id=?)" in plan(ops._GIVEN_ATTEMPT_FOR_UPDATE, ("at-1", "ro-1"))
     finally:
