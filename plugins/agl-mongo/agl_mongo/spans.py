@@ -16,9 +16,8 @@ document come from the ``sequences`` collection.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -34,38 +33,13 @@ from agl_mongo.context import StoreContext, insert_new
 from agl_mongo.keys import key, prefix_range, span_key
 from agl_mongo.queries import fetch_page, to_query
 
-__all__ = ["SPAN_SERVER_SORTABLE", "SpanCache", "add_spans", "allocate_sequence_ids", "query_spans"]
+__all__ = ["SPAN_SERVER_SORTABLE", "add_spans", "allocate_sequence_ids", "query_spans"]
 
 _LOOKUP_LIMIT = 2000
 """Rollouts with at most this many spans are read by ``_id`` list, larger ones by ``_id`` range."""
 
 SPAN_SERVER_SORTABLE = frozenset(("rollout_id", "attempt_id", "sequence_id", "trace_id", "span_id", "name"))
 """Span fields that are never null, so MongoDB can sort on them."""
-
-
-class SpanCache:
-    """Decoded spans by document id, so repeated queries do not re-validate the same JSON.
-
-    Spans are immutable once stored and never deleted, so an id always names the same span. Bounded
-    (oldest entries go first). Callers get shallow copies; treat nested values as read-only.
-    """
-
-    def __init__(self, size: int = 20_000) -> None:
-        self._items: dict[Any, Span] = {}
-        self._size = size
-        self._lock = threading.Lock()
-
-    def decode(self, doc: Mapping[str, Any]) -> Span:
-        """The span of `doc`, decoded once."""
-        key = doc["_id"]
-        span = self._items.get(key)
-        if span is None:
-            span = span_from_doc(doc)
-            with self._lock:
-                if len(self._items) >= self._size:
-                    del self._items[next(iter(self._items))]
-                self._items[key] = span
-        return span.model_copy()
 
 
 async def _check_targets(ctx: StoreContext, targets: Sequence[tuple[str, str]]) -> None:
@@ -195,7 +169,6 @@ async def allocate_sequence_ids(ctx: StoreContext, rollout_id: str, count: int) 
 
 async def query_spans(
     ctx: StoreContext,
-    cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
     normalized: store_logic.NormalizedFilter,
@@ -244,7 +217,7 @@ async def query_spans(
             offset=offset,
             model_type=Span,
             server_sortable=SPAN_SERVER_SORTABLE,
-            decode=cache.decode,
+            decode=span_from_doc,
         )
 
     return await ctx.run(step)

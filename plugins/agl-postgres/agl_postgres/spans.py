@@ -2,8 +2,7 @@
 
 Adding spans is one transaction that locks the touched rollouts in a fixed order. Sequence ids come
 from per-rollout counter rows, raised with row-level upserts (never a table lock), and always above
-every stored span's id. Decoded spans are cached by
-row id (`SpanCache`): a stored span never changes.
+every stored span's id.
 """
 
 from __future__ import annotations
@@ -18,11 +17,9 @@ from agl_postgres.query import Column, limit_clause, order_by, page_total, where
 
 __all__ = [
     "SPAN_SQL",
-    "SpanCache",
     "add_spans",
     "next_sequence_id",
     "query_spans",
-    "rollout_spans",
     "sequence_ids",
 ]
 
@@ -223,48 +220,8 @@ async def sequence_ids(conn: Any, rollout_ids: Sequence[str]) -> list[int]:
 # ---------------------------------------------------------------------------------------------- queries
 
 
-class SpanCache:
-    """Decoded spans by row id, so repeated queries neither re-read nor re-validate the same JSON.
-
-    Stored spans never change or get deleted, so a row id always names the same span. Bounded
-    (oldest entries go first). Like the other stores, queries return these shared objects: treat
-    returned spans as read-only.
-    """
-
-    __slots__ = ("_items", "_size")
-
-    def __init__(self, size: int = 50_000) -> None:
-        self._items: dict[int, Span] = {}
-        self._size = size
-
-    async def get(self, conn: Any, row_ids: Sequence[int]) -> list[Span]:
-        """The spans of `row_ids`, in order; the JSON of those not cached yet is read through `conn`."""
-        items = self._items
-        missing = [row_id for row_id in row_ids if row_id not in items]
-        if missing:
-            rows = await conn.fetch("SELECT ord, data FROM spans WHERE ord = ANY($1::bigint[])", missing)
-            excess = len(items) + len(rows) - self._size
-            if excess > 0:
-                for old in list(items)[:excess]:
-                    del items[old]
-            found = {row[0]: Span.model_validate_json(row[1], context=STORED_SPAN_CONTEXT) for row in rows}
-            items.update(found)
-            return [items.get(row_id) or found[row_id] for row_id in row_ids]
-        return [items[row_id] for row_id in row_ids]
-
-
-async def rollout_spans(conn: Any, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
-    """Every span of `rollout_id` by sequence id then insertion: `query_spans` with its defaults."""
-    rows = await conn.fetch(
-        "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", rollout_id
-    )
-    items = await cache.get(conn, [row[0] for row in rows])
-    return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
-
-
 async def query_spans(
     conn: Any,
-    cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
     normalized: logic.NormalizedFilter,
@@ -290,9 +247,9 @@ async def query_spans(
     order = order_by(sort_by, sort_order, Span, SPAN_SQL, "ord")
     count_params = list(params)
     page = limit_clause(limit, offset, params)
-    rows = await conn.fetch(f"SELECT ord FROM spans WHERE {condition} ORDER BY {order} {page}", *params)
-    row_ids = [row[0] for row in rows]
-    total = page_total(row_ids, limit, offset)
+    rows = await conn.fetch(f"SELECT data FROM spans WHERE {condition} ORDER BY {order} {page}", *params)
+    items = [Span.model_validate_json(row[0], context=STORED_SPAN_CONTEXT) for row in rows]
+    total = page_total(items, limit, offset)
     if total is None:
         total = await conn.fetchval(f"SELECT count(*) FROM spans WHERE {condition}", *count_params)
-    return PaginatedResult(items=await cache.get(conn, row_ids), limit=limit, offset=offset, total=total)
+    return PaginatedResult(items=items, limit=limit, offset=offset, total=total)
