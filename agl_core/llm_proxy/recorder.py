@@ -2,10 +2,12 @@
 
 * :class:`SequenceAllocator` issues one span sequence id per request. Requests that arrive together
   share one ``get_many_span_sequence_ids`` call, so a remote store costs one round trip per burst, and
-  the call runs while the backend is generating.
+  the call runs while the backend is generating, so the id is issued before the agent sees the answer
+  and orders the exchange before any span the agent records afterwards.
 * :class:`SpanRecorder` turns finished exchanges into spans and writes them with ``add_many_spans`` from
-  a background task. Store failures are logged, counted in :class:`ProxyStats` and retried span by span;
-  nothing is dropped without being counted.
+  a background task; an exchange whose id could not be allocated goes with id 0 (the store numbers it).
+  Store failures are logged, counted in :class:`ProxyStats` and retried span by span; nothing is
+  dropped without being counted.
 """
 
 from __future__ import annotations
@@ -262,29 +264,10 @@ class SpanRecorder:
                 len(batch),
             )
             return
-        missing = [exchange for exchange in batch if exchange.sequence_id is None]
-        if missing:
-            try:
-                ids = await store.get_many_span_sequence_ids([(e.rollout_id, e.attempt_id) for e in missing])
-                for exchange, seq in zip(missing, ids, strict=True):
-                    exchange.sequence_id = seq
-            except Exception as exc:
-                self._stats.note_store_error(exc)
-                log_limited(
-                    logger,
-                    logging.WARNING,
-                    "seq_alloc_write",
-                    "Could not allocate sequence ids for %d span(s): %s",
-                    len(missing),
-                    exc,
-                )
         spans: list[Span] = []
         for exchange in batch:
-            if exchange.sequence_id is None:
-                self._stats.spans_failed += 1
-                continue
             try:
-                span = build_span(exchange, exchange.sequence_id)
+                span = build_span(exchange, exchange.sequence_id or 0)  # 0: the store numbers it
                 spans.append(span)
                 self._stats.note_usage(span.attributes)
             except Exception as exc:

@@ -31,6 +31,7 @@ from agl_core.store.logic import (
     new_attempt_id,
     new_rollout_id,
     next_rollout_status_after_attempt_update,
+    number_span,
     page_result,
     rollout_end_time_for,
     scan_unhealthy,
@@ -359,18 +360,22 @@ class MemoryState:
         attempt_id = rec.attempts[index].attempt_id
         rollout_id = rec.rollout.rollout_id
         ids = rec.span_ids.setdefault(attempt_id, set())
+        counter = self.sequence_ids.get(rollout_id, 0)
         inserted: list[Span] = []
         for span in spans:
             if span.span_id in ids:
                 logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span.span_id)
                 continue
             ids.add(span.span_id)
+            if span.sequence_id:
+                counter = max(counter, span.sequence_id)
+            else:
+                counter += 1
+                span = number_span(span, counter)
             inserted.append(span)
         if inserted:
             rec.spans += inserted
-            top = max(span.sequence_id for span in inserted)
-            if top > self.sequence_ids.get(rollout_id, 0):
-                self.sequence_ids[rollout_id] = top
+            self.sequence_ids[rollout_id] = counter
             self.total_spans += len(inserted)
         return inserted
 

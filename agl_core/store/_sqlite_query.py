@@ -75,7 +75,7 @@ def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: lis
 
 
 def where(normalized: NormalizedFilter, columns: Mapping[str, Column]) -> tuple[str, list[Any]]:
-    """``(sql, params)`` of a WHERE condition equivalent to `logic.matches` (``"1"`` matches all)."""
+    """``(sql, params)`` of a WHERE condition equivalent to `logic.build_predicate` (``"1"`` matches all)."""
     params: list[Any] = []
     parts = [_condition(c, columns, params) for c in normalized.must]
     if normalized.conditions:

@@ -6,9 +6,7 @@ transaction and takes the `SqliteOps` whose cursor and clock it uses.
 
 from __future__ import annotations
 
-import itertools
-import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agl_core.store import logic
@@ -20,9 +18,7 @@ from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = [
     "SPAN_SQL",
-    "add_span",
     "add_spans",
-    "next_sequence_id",
     "query_spans",
     "sequence_ids",
 ]
@@ -45,25 +41,11 @@ _SPAN_TARGET = (
     "SELECT r.ord, r.status, r.latest_attempt_id, a.status FROM rollouts r "
     "LEFT JOIN attempts a ON a.rollout_id = r.rollout_id AND a.attempt_id = ? WHERE r.rollout_id = ?"
 )
-_SPAN_COLUMNS = ("rollout_id", "attempt_id", "span_id", "sequence_id", "trace_id", "name", "data")
-"""Span columns that are never NULL for a validated span (trace_id and name are required fields)."""
-_SPAN_OPTIONAL = ("parent_id", "start_time", "end_time")
-"""Span columns that are often NULL: bound only when set (see `_span_insert`)."""
-
-
-def _span_statements() -> dict[tuple[bool, ...], str]:
-    """The insert statement for each combination of NULLs in `_SPAN_OPTIONAL` (NULL is the default)."""
-    statements = {}
-    for shape in itertools.product((False, True), repeat=len(_SPAN_OPTIONAL)):
-        columns = _SPAN_COLUMNS + tuple(c for c, null in zip(_SPAN_OPTIONAL, shape, strict=True) if not null)
-        statements[shape] = (
-            f"INSERT INTO spans ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
-            "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING"
-        )
-    return statements
-
-
-_INSERT_SPAN = _span_statements()
+_INSERT_SPAN = (
+    "INSERT INTO spans (rollout_id, attempt_id, span_id, sequence_id, trace_id, name, data, parent_id, "
+    "start_time, end_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING"
+)
 _TOUCH_ATTEMPT = "UPDATE attempts SET last_heartbeat_time = ? WHERE rollout_id = ? AND attempt_id = ?"
 _REVIVE_ATTEMPT = (
     "UPDATE attempts SET last_heartbeat_time = ?, status = ?, end_time = NULL "
@@ -79,12 +61,6 @@ _CURRENT_COUNTER = (
     "SELECT max(coalesce((SELECT value FROM span_counters WHERE rollout_id = ?1), 0), "
     "coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0))"
 )
-# One statement: the next id is above both the issued ids and every stored span's id.
-_NEXT_COUNTER = (
-    "INSERT INTO span_counters (rollout_id, value) "
-    "VALUES (?1, coalesce((SELECT max(sequence_id) FROM spans WHERE rollout_id = ?1), 0) + 1) "
-    "ON CONFLICT (rollout_id) DO UPDATE SET value = max(value + 1, excluded.value) RETURNING value"
-)
 _SET_COUNTER = (
     "INSERT INTO span_counters (rollout_id, value) VALUES (?, ?) "
     "ON CONFLICT (rollout_id) DO UPDATE SET value = excluded.value"
@@ -94,31 +70,12 @@ _SET_COUNTER = (
 # ---------------------------------------------------------------------------------------------- spans
 
 
-def add_span(ops: SqliteOps, span: Span, data: str) -> Span | None:
-    """Insert one validated span; None if its key is taken (a duplicate changes nothing).
+def add_spans(ops: SqliteOps, spans: Sequence[Span], to_json: Callable[[Span], str]) -> list[Span]:
+    """Insert validated spans; return those inserted (duplicates skipped), in order.
 
-    An unknown rollout or attempt raises before anything is written. The span is a heartbeat of its
-    attempt (`logic.heartbeat_transition`).
-    """
-    db = ops.db
-    rollout_id, attempt_id = span.rollout_id, span.attempt_id
-    row = db.execute(_SPAN_TARGET, (attempt_id, rollout_id)).fetchone()
-    if row is None:
-        raise RolloutNotFoundError(rollout_id)
-    if row[3] is None:
-        raise AttemptNotFoundError(rollout_id, attempt_id)
-    if not db.execute(*_span_insert(span, data)).rowcount:
-        return None
-    ord_, rollout_status, latest_id, attempt_status = row
-    _heartbeat(ops, rollout_id, attempt_id, ord_, rollout_status, latest_id, attempt_status, ops.clock())
-    return span
-
-
-def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> list[Span]:
-    """Insert validated spans (with their JSON); return those inserted (duplicates skipped), in order.
-
-    Every span's rollout and attempt must exist (checked before anything is written). Each attempt
-    that received a span gets one heartbeat (`logic.heartbeat_transition`).
+    Every span's rollout and attempt must exist (checked before anything is written). A span with
+    ``sequence_id`` 0 gets the next id of its rollout (`logic.number_span`). Each attempt that received
+    a span gets one heartbeat (`logic.heartbeat_transition`).
     """
     db = ops.db
     targets: dict[tuple[str, str], list[Any]] = {}
@@ -131,70 +88,21 @@ def add_spans(ops: SqliteOps, spans: Sequence[Span], datas: Sequence[str]) -> li
             if row[3] is None:
                 raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
             targets[key] = [*row, False]
-    statements = [_span_insert(span, data) for span, data in zip(spans, datas, strict=True)]
-    if _insert_all_new(db, statements):
-        for target in targets.values():
-            target[4] = True
-        inserted_spans = list(spans)
-    else:  # some span was a duplicate (or the shapes differ): one statement per span tells which
-        inserted_spans = []
-        for span, statement in zip(spans, statements, strict=True):
-            if db.execute(*statement).rowcount:
-                inserted_spans.append(span)
-                targets[(span.rollout_id, span.attempt_id)][4] = True
-    if inserted_spans:
+    inserted: list[Span] = []
+    for span in spans:
+        if not span.sequence_id:  # the counter covers every stored span, those of this batch too
+            span = logic.number_span(span, _current_sequence_id(ops, span.rollout_id) + 1)
+        row = (span.rollout_id, span.attempt_id, span.span_id, span.sequence_id, span.trace_id, span.name)
+        row += (to_json(span), span.parent_id, span.start_time, span.end_time)
+        if db.execute(_INSERT_SPAN, row).rowcount:
+            inserted.append(span)
+            targets[(span.rollout_id, span.attempt_id)][4] = True
+    if inserted:
         now = ops.clock()
         for (rollout_id, attempt_id), (ord_, r_status, latest_id, a_status, touched) in targets.items():
             if touched:
                 _heartbeat(ops, rollout_id, attempt_id, ord_, r_status, latest_id, a_status, now)
-    return inserted_spans
-
-
-def _insert_all_new(db: sqlite3.Cursor, statements: Sequence[tuple[str, tuple[Any, ...]]]) -> bool:
-    """Insert a batch with one ``executemany`` when every span has the same shape and is new.
-
-    Returns False, having changed nothing, when the shapes differ or some span already existed (a
-    savepoint undoes the partial batch); the caller then inserts one span at a time.
-    """
-    if not statements:
-        return False
-    sql = statements[0][0]
-    for statement in statements:
-        if statement[0] is not sql:
-            return False
-    db.execute("SAVEPOINT spans")
-    if db.executemany(sql, [statement[1] for statement in statements]).rowcount == len(statements):
-        db.execute("RELEASE spans")
-        return True
-    db.execute("ROLLBACK TO spans")
-    db.execute("RELEASE spans")
-    return False
-
-
-def _span_insert(span: Span, data: str) -> tuple[str, tuple[Any, ...]]:
-    """``(sql, params)`` inserting `span` with its JSON `data`.
-
-    Python's `sqlite3` adapts every bound None through its adaptation protocol (two AttributeErrors
-    raised and cleared per value), so the optional columns are left out when None (NULL is their
-    default). A hand-written shape test instead of the generic `InsertBuilder`: this runs per span.
-    """
-    parent_id, start_time, end_time = span.parent_id, span.start_time, span.end_time
-    row: tuple[Any, ...] = (
-        span.rollout_id,
-        span.attempt_id,
-        span.span_id,
-        span.sequence_id,
-        span.trace_id,
-        span.name,
-        data,
-    )
-    if parent_id is not None:
-        row += (parent_id,)
-    if start_time is not None:
-        row += (start_time,)
-    if end_time is not None:
-        row += (end_time,)
-    return _INSERT_SPAN[parent_id is None, start_time is None, end_time is None], row
+    return inserted
 
 
 def _heartbeat(
@@ -229,11 +137,6 @@ def _heartbeat(
 def _current_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
     row = ops.db.execute(_CURRENT_COUNTER, (rollout_id,)).fetchone()
     return int(row[0])
-
-
-def next_sequence_id(ops: SqliteOps, rollout_id: str) -> int:
-    """Issue the next sequence id of `rollout_id` (1, 2, 3, ...; above every stored span's id)."""
-    return int(ops.db.execute(_NEXT_COUNTER, (rollout_id,)).fetchone()[0])
 
 
 def sequence_ids(ops: SqliteOps, rollout_ids: Sequence[str]) -> list[int]:

@@ -561,10 +561,12 @@ class LightningStore(abc.ABC):
     async def add_span(self, span: Span) -> Span | None:
         """Store one span; return it, or None if ``(rollout_id, attempt_id, span_id)`` already exists.
 
-        The span counts as a heartbeat of its attempt (see `logic.heartbeat_transition`, fix 1). The
-        rollout's sequence-id counter is raised to at least ``span.sequence_id`` so ids issued later are
-        larger. Raises `RolloutNotFoundError`/`AttemptNotFoundError` for unknown ids and
-        `InvalidSpanError` for a malformed span (`logic.validate_span`).
+        The span counts as a heartbeat of its attempt (see `logic.heartbeat_transition`, fix 1). A span
+        with ``sequence_id`` 0 gets the rollout's next sequence id from the store (the returned span
+        carries it; see `logic.number_span`); otherwise the rollout's counter is raised to at least
+        ``span.sequence_id`` so ids issued later are larger. Raises `RolloutNotFoundError`/
+        `AttemptNotFoundError` for unknown ids and `InvalidSpanError` for a malformed span
+        (`logic.validate_span`).
         """
         stored = await self._insert_spans(AddSpans([validate_span(span)]))
         return stored[0] if stored else None
@@ -573,7 +575,8 @@ class LightningStore(abc.ABC):
     async def add_many_spans(self, spans: Sequence[Span]) -> Sequence[Span]:
         """Store several spans; return only those inserted (duplicates are skipped), in input order.
 
-        Every span is checked first; the batch is stored in one atomic step.
+        Every span is checked first; the batch is stored in one atomic step. Spans with ``sequence_id``
+        0 are numbered by the store, in input order, as in `add_span`.
         """
         stored: Sequence[Span] = await self._execute(AddSpans(spans))
         return stored
@@ -581,7 +584,8 @@ class LightningStore(abc.ABC):
     @abc.abstractmethod
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Backend of `add_span`, `add_many_spans` and `add_otel_span`: `request` holds at least one
-        valid span (`logic.check_add_spans`); store the new ones atomically and return them in order."""
+        valid span (`logic.check_add_spans`); store the new ones atomically, numbering those with
+        ``sequence_id`` 0 (`logic.number_span`), and return them in order."""
 
     @final
     async def add_otel_span(
@@ -593,14 +597,12 @@ class LightningStore(abc.ABC):
     ) -> Span | None:
         """Convert an OpenTelemetry SDK span with `Span.from_opentelemetry` and store it via `add_span()`.
 
-        A sequence id is allocated with `get_next_span_sequence_id()` when none is given.
+        The store assigns the sequence id when none is given.
         """
         from agl_core.types import Span
 
-        if sequence_id is None:
-            sequence_id = await self.get_next_span_sequence_id(rollout_id, attempt_id)
         span = Span.from_opentelemetry(
-            readable_span, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id
+            readable_span, rollout_id=rollout_id, attempt_id=attempt_id, sequence_id=sequence_id or 0
         )
         return await self.add_span(span)
 

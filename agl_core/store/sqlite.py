@@ -377,20 +377,11 @@ class SqliteLightningStore(LightningStore):
 
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Insert the checked batch in one transaction (duplicates skipped)."""
-        checked = request.spans
-        if len(checked) == 1:
-            stored = await self._call(
-                spans_ops.add_span, (self._ops, checked[0], _span_json(checked[0])), WRITE
-            )
-            return [] if stored is None else [stored]
-        datas = [_span_json(span) for span in checked]
-        return await self._call(spans_ops.add_spans, (self._ops, checked, datas), WRITE)
+        return await self._call(spans_ops.add_spans, (self._ops, request.spans, _span_json), WRITE)
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
         """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
-        if len(rollout_ids) == 1:
-            return [await self._call(spans_ops.next_sequence_id, (self._ops, rollout_ids[0]), WRITE_ONE)]
         return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
 
     async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:

@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 
+from agl_core.semconv import LightningResourceAttributes
 from agl_core.store import (
     AttemptNotFoundError,
     InvalidFilterError,
@@ -1387,6 +1388,34 @@ class StoreConformance:
         assert await store.get_next_span_sequence_id(rid, aid) == 21
         await store.add_otel_span(rid, aid, _otel_span("explicit"), sequence_id=30)
         assert await store.get_next_span_sequence_id(rid, aid) == 31
+
+    async def test_spans_without_sequence_id_are_numbered_by_the_store(self, store: LightningStore) -> None:
+        """Spans sent with sequence_id 0 get the rollout's next ids, in input order, in every add path.
+
+        The counter is the one `get_next_span_sequence_id` uses; an identity resource attribute of 0
+        (as the tracer stamps it) gets the same id; a duplicate is skipped as usual.
+        """
+        key = LightningResourceAttributes.SPAN_SEQUENCE_ID.value
+        started = await store.start_rollout("x")
+        other = await store.start_rollout("y")
+        rid, aid = started.rollout_id, started.attempt.attempt_id
+        assert await store.get_next_span_sequence_id(rid, aid) == 1
+        first = await store.add_span(make_span(rid, aid, 0, span_id=_span_id(1)))
+        assert first is not None and first.sequence_id == 2
+        tagged = make_span(rid, aid, 0, span_id=_span_id(2))
+        tagged.resource.attributes[key] = 0
+        batch = [tagged, make_span(other.rollout_id, other.attempt.attempt_id, 0), make_span(rid, aid, 0)]
+        inserted = list(await store.add_many_spans(batch))
+        assert [s.sequence_id for s in inserted] == [3, 1, 4]
+        assert inserted[0].resource.attributes[key] == 3
+        await store.add_span(make_span(rid, aid, 10))
+        stored = await store.add_otel_span(rid, aid, _otel_span("numbered"))
+        assert stored is not None and stored.sequence_id == 11
+        assert await store.get_next_span_sequence_id(rid, aid) == 12
+        assert await store.add_span(make_span(rid, aid, 0, span_id=_span_id(1))) is None
+        spans = await store.query_spans(rid)
+        assert [s.sequence_id for s in spans] == [2, 3, 4, 10, 11]
+        assert spans[1].resource.attributes[key] == 3
 
     async def test_add_span_stores_the_span(self, store: LightningStore) -> None:
         """add_span returns the span and query_spans gives it back unchanged."""

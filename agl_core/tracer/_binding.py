@@ -2,8 +2,8 @@
 
 Finished spans are handed over from any thread (``on_span_end`` only appends to a deque and, when the
 sender sleeps, wakes it). The sender is an asyncio task on the loop that opened the context: it takes
-everything queued, allocates sequence ids in one ``get_many_span_sequence_ids`` call, converts, and
-writes one ``add_many_spans`` batch; while a batch is in flight the next one accumulates. ``close``
+everything queued, converts it and writes one ``add_many_spans`` batch, whose spans the store numbers
+(sequence id 0 asks it to); while a batch is in flight the next one accumulates. ``close``
 drains the queue within a deadline, so every span ended inside the context is in the store when the
 context returns. A store failure is logged, counted in the :class:`TraceExportReport` and the spans are
 kept for ``get_last_trace()`` -- never dropped silently.
@@ -263,38 +263,19 @@ class TraceBinding:
     async def _send(self, batch: list[ReadableSpan]) -> None:
         store, rollout_id, attempt_id = self.store, self.rollout_id, self.attempt_id
         assert store is not None and rollout_id is not None and attempt_id is not None
-        try:
-            sequence_ids = list(
-                await store.get_many_span_sequence_ids([(rollout_id, attempt_id)] * len(batch))
-            )
-            if len(sequence_ids) != len(batch):
-                raise RuntimeError(
-                    f"get_many_span_sequence_ids returned {len(sequence_ids)} ids for {len(batch)} spans"
-                )
-        except Exception as exc:
-            self._in_flight = []
-            self._keep_local(batch, f"allocating sequence ids failed: {exc!r}")
-            logger.error(
-                "agl tracer: could not allocate sequence ids for %d span(s) of rollout %s: %r",
-                len(batch),
-                rollout_id,
-                exc,
-            )
-            return
         converted = [
             span
-            for span in (
-                self._convert(readable, rollout_id, attempt_id, sequence_id)
-                for readable, sequence_id in zip(batch, sequence_ids, strict=True)
-            )
+            for span in (self._convert(readable, rollout_id, attempt_id, 0) for readable in batch)
             if span is not None
-        ]
+        ]  # sequence id 0: the store numbers them; until it answers they hold provisional local ids
         with self._lock:
-            self._spans.extend(converted)
-            self._local_sequence = max(self._local_sequence, sequence_ids[-1])
+            first = len(self._spans)
+            for span in converted:
+                self._local_sequence += 1
+                self._spans.append(self._numbered(span, self._local_sequence))
             self._in_flight = []
         try:
-            await store.add_many_spans(converted)
+            stored = {span.span_id: span for span in await store.add_many_spans(converted)}
         except Exception as exc:
             self._record_failure(len(converted), f"add_many_spans failed: {exc!r}")
             logger.error(
@@ -307,6 +288,10 @@ class TraceBinding:
             )
             return
         with self._lock:
+            for position, span in enumerate(converted, first):
+                if span.span_id in stored:
+                    self._spans[position] = span = stored[span.span_id]
+                    self._local_sequence = max(self._local_sequence, span.sequence_id)
             self._stored += len(converted)
 
     def _record_failure(self, count: int, error: str) -> None:
@@ -324,6 +309,10 @@ class TraceBinding:
             logger.exception("agl tracer: span %r could not be converted", span.name)
             self._record_failure(1, f"span {span.name!r} could not be converted: {exc!r}")
             return None
+
+    @staticmethod
+    def _numbered(span: Span, sequence_id: int) -> Span:
+        return with_identity_resource(span.model_copy(update={"sequence_id": sequence_id}))
 
     def _keep_local(self, batch: list[ReadableSpan], error: str | None) -> None:
         """Convert spans with local sequence ids (no store round-trip) and record why, if it is a failure."""

@@ -190,7 +190,7 @@ async def test_spans_read_back_identically_from_a_fresh_connection(
     attempted = await store.start_rollout("x")
     rollout_id, attempt_id = attempted.rollout_id, attempted.attempt.attempt_id
     # More spans than one read of missing rows takes, in shuffled sequence order.
-    spans = [make_span(rollout_id, attempt_id, (k * 7) % 1201, f"s{k}") for k in range(1201)]
+    spans = [make_span(rollout_id, attempt_id, (k * 7) % 1201 + 1, f"s{k}") for k in range(1201)]
     assert len(await store.add_many_spans(spans)) == 1201
     expected = sorted(spans, key=lambda s: s.sequence_id)
     assert list(await store.query_spans(rollout_id)) == expected
@@ -556,7 +556,7 @@ def test_hot_queries_use_their_indexes(tmp_path: Path) -> None:
         assert "SCAN" not in plan(ops._UNHEALTHY_CANDIDATES, (1.0,))
         rollout_spans = "SELECT data FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
         assert "USING INDEX spans_by_sequence (rollout_id=?)" in plan(rollout_spans, ("ro-1",))
-        assert "spans_by_sequence (rollout_id=?)" in plan(spans._NEXT_COUNTER, ("ro-1",))
+        assert "spans_by_sequence (rollout_id=?)" in plan(spans._CURRENT_COUNTER, ("ro-1",))
         assert "PRIMARY KEY (rollout_id=? AND attempt_id=?)" in plan(spans._TOUCH_ATTEMPT, (1.0, "r", "a"))
         assert "(rollout_id=?)" in plan(ops._GIVEN_ATTEMPT_FOR_UPDATE, ("at-1", "ro-1"))
     finally:

@@ -592,7 +592,13 @@ class LightningStoreClient(LightningStore):
             return [] if stored is None else [stored]
         body = b'{"spans":' + _adapter(list[Span]).dump_json(batch) + b"}"
         answer = await self._request("add_spans", body)
-        return [batch[i] for i in answer.inserted]
+        inserted = [batch[i] for i in answer.inserted]
+        if answer.sequence_ids is None:  # an older server
+            return inserted
+        return [
+            span if span.sequence_id == seq else logic.number_span(span, seq)
+            for span, seq in zip(inserted, answer.sequence_ids, strict=True)
+        ]
 
     async def _add_one_span(self, span: Span) -> Span | None:
         tries = [0]
@@ -601,19 +607,15 @@ class LightningStoreClient(LightningStore):
             # Retried: the first try may have been written before the connection (or the server)
             # died, so "duplicate" can mean "yours": answer the stored span when it is this one.
             page = await self.query_spans(span.rollout_id, span.attempt_id, span_id=span.span_id, limit=1)
-            if page.items and page.items[0].model_dump() == span.model_dump():
-                return page.items[0]
+            for found in page.items:  # a span sent with id 0 was numbered by the store
+                mine = span if span.sequence_id else logic.number_span(span, found.sequence_id)
+                if found.model_dump() == mine.model_dump():
+                    return found
         return stored
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
-        """``POST /v1/agl/spans/next`` for one pair, ``/spans/sequence-ids`` for several."""
+        """``POST /v1/agl/spans/sequence-ids``."""
         pairs = [list(pair) for pair in request.pairs]
-        if len(pairs) == 1:
-            rollout_id, attempt_id = pairs[0]
-            answer = await self._request(
-                "next_sequence_id", {"rollout_id": rollout_id, "attempt_id": attempt_id}
-            )
-            return [int(answer.sequence_id)]
         answer = await self._request("sequence_ids", {"rollout_attempt_ids": pairs})
         return list(answer.sequence_ids)
 

@@ -143,15 +143,17 @@ async def _dequeue(store: LightningStore, body: m.DequeueBody, path: Mapping[str
 
 
 async def _add_spans(store: LightningStore, body: m.SpansBatchBody, path: Mapping[str, str]) -> Any:
-    """The indices (into the request's list) of the spans that were new."""
+    """The indices (into the request's list) of the spans that were new, and their sequence ids."""
     spans = body.spans
     inserted = await store.add_many_spans(spans) if spans else []
+    sequence_ids = [span.sequence_id for span in inserted]
     if len(inserted) == len(spans):
-        return {"inserted": list(range(len(spans)))}
+        return {"inserted": list(range(len(spans))), "sequence_ids": sequence_ids}
     position: dict[tuple[str, str, str], int] = {}
     for index, span in enumerate(spans):
         position.setdefault((span.rollout_id, span.attempt_id, span.span_id), index)
-    return {"inserted": [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]}
+    inserted_at = [position[(s.rollout_id, s.attempt_id, s.span_id)] for s in inserted]
+    return {"inserted": inserted_at, "sequence_ids": sequence_ids}
 
 
 async def _sequence_ids(store: LightningStore, body: m.SequenceIdsBody, path: Mapping[str, str]) -> Any:

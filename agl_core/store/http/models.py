@@ -248,9 +248,12 @@ class AddSpansResponse(BaseModel):
     """Answer of ``POST /v1/agl/spans/batch``: indices (into the request's list) of the spans inserted.
 
     Duplicates of stored spans are skipped, so the list may be shorter than the request.
+    ``sequence_ids`` holds the sequence id of each inserted span (the store numbers spans sent with
+    ``sequence_id`` 0); an older server leaves it out.
     """
 
     inserted: list[int]
+    sequence_ids: list[int] | None = None
 
 
 class NextSequenceIdBody(_Body):

@@ -4,8 +4,8 @@ Agents in any language report with a stock OpenTelemetry exporter pointed at ``<
 A span belongs to the rollout and attempt named by the attributes ``agentlightning.rollout_id`` and
 ``agentlightning.attempt_id`` (on the resource or on the span; the span wins), and optionally
 ``agentlightning.span_sequence_id``. Spans without both ids are dropped and counted in the answer's
-``partial_success``. Missing sequence ids are issued in one `get_many_span_sequence_ids` call and the
-spans are stored with one `add_many_spans` call.
+``partial_success``. The spans are stored with one `add_many_spans` call, which numbers those without
+a sequence id.
 
 Both OTLP encodings are accepted: protobuf (``application/x-protobuf``) and OTLP/JSON
 (``application/json``: lowerCamelCase keys, hex trace/span ids, int64 as numbers or strings), each
@@ -474,7 +474,7 @@ def _sequence_id(value: Any) -> int | None:
 
 
 async def ingest_spans(store: LightningStore, decoded: list[_Decoded]) -> IngestResult:
-    """Resolve ids, issue missing sequence ids in bulk and store the spans with `add_many_spans`."""
+    """Resolve ids and store the spans with `add_many_spans` (it numbers those without a sequence id)."""
     result = IngestResult()
     tagged: list[tuple[str, str, int | None, dict[str, Any]]] = []
     for item in decoded:
@@ -496,15 +496,13 @@ async def ingest_spans(store: LightningStore, decoded: list[_Decoded]) -> Ingest
             ATTEMPT_ID_KEY,
         )
         result.reject(untagged, f"{untagged} span(s) lack {ROLLOUT_ID_KEY}/{ATTEMPT_ID_KEY} attributes")
-    missing = [(r, a) for r, a, seq, _ in tagged if seq is None]
-    issued = iter(await store.get_many_span_sequence_ids(missing) if missing else ())
     spans: list[Span] = []
     for rollout_id, attempt_id, seq, data in tagged:
         if seq is not None and seq > MAX_STORE_INT:
             result.reject(1, f"span {data.get('span_id')!r}: {SEQUENCE_ID_KEY} {seq} exceeds 2**63-1")
             continue
         data["rollout_id"], data["attempt_id"] = rollout_id, attempt_id
-        data["sequence_id"] = seq if seq is not None else next(issued)
+        data["sequence_id"] = seq or 0  # 0: the store numbers it
         try:
             spans.append(Span.model_validate(data))
         except ValidationError as exc:

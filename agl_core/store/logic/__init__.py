@@ -43,7 +43,6 @@ from agl_core.store.logic.filters import (
     FilterOperator,
     NormalizedFilter,
     build_predicate,
-    matches,
     normalize_filter,
     resolve_rollout_query_aliases,
     resources_query_filter,
@@ -69,6 +68,7 @@ from agl_core.store.logic.queries import (
     with_attempt,
 )
 from agl_core.store.logic.sequence import (
+    number_span,
     plan_sequence_ids,
 )
 from agl_core.store.logic.sorting import (
@@ -151,7 +151,6 @@ __all__ = [
     "encode_rollout_update",
     "heartbeat_transition",
     "json_text",
-    "matches",
     "metadata_json_text",
     "new_attempt_id",
     "new_resources_id",
@@ -159,6 +158,7 @@ __all__ = [
     "next_rollout_status",
     "next_rollout_status_after_attempt_update",
     "normalize_filter",
+    "number_span",
     "page_result",
     "paginate",
     "plan_sequence_ids",

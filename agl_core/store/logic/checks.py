@@ -356,7 +356,7 @@ def validate_span(span: object) -> Span:
     if seq.__class__ is not int or seq < 0:
         raise InvalidSpanError(
             f"Span sequence_id must be an integer >= 0, got {seq!r}. "
-            "Use get_next_span_sequence_id() to get one."
+            "Use 0 to let the store assign the next one."
         )
     if seq > MAX_STORE_INT:
         check_int_bound("Span sequence_id", seq, InvalidSpanError)

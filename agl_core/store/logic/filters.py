@@ -29,7 +29,6 @@ __all__ = [
     "NormalizedFilter",
     "ascii_lower",
     "build_predicate",
-    "matches",
     "normalize_filter",
     "resolve_rollout_query_aliases",
     "resources_query_filter",
@@ -213,16 +212,7 @@ def _normalize_must(spec: object, allowed_fields: Container[str] | None, out: li
         seen.add(key)
 
 
-def _test(op: str, expected: Any, actual: Any) -> bool:
-    if op == "exact":
-        return bool(actual == expected)
-    if op == "within":
-        try:
-            return actual in expected
-        except TypeError:  # unhashable value against a frozenset
-            return False
-    if op == "json_icontains":
-        return _json_icontains(expected, actual)
+def _contains(expected: Any, actual: Any) -> bool:
     if actual is None:
         return False
     if isinstance(actual, str):
@@ -231,29 +221,6 @@ def _test(op: str, expected: Any, actual: Any) -> bool:
         return expected in actual
     except TypeError:
         return False
-
-
-def matches(item_getter: Callable[[str], Any], normalized: NormalizedFilter) -> bool:
-    """True if the item whose field values `item_getter(field)` returns satisfies `normalized`.
-
-    ``exact`` is ``==``; ``within`` is membership; ``contains`` is a case-sensitive substring test for
-    strings and ``in`` for other containers (None never contains anything).
-    """
-    for c in normalized.must:
-        if not _test(c.op, c.value, item_getter(c.field)):
-            return False
-    conditions = normalized.conditions
-    if not conditions:
-        return True
-    if normalized.aggregate == "and":
-        for c in conditions:  # noqa: SIM110 -- explicit loops beat all()/any() on this hot path
-            if not _test(c.op, c.value, item_getter(c.field)):
-                return False
-        return True
-    for c in conditions:  # noqa: SIM110
-        if _test(c.op, c.value, item_getter(c.field)):
-            return True
-    return False
 
 
 def _always(_: object) -> bool:
@@ -275,13 +242,15 @@ def _compile(cond: FilterCondition) -> Callable[[Any], bool]:
         return within
     if cond.op == "json_icontains":
         return lambda item: _json_icontains(expected, getattr(item, field, None))
-    return lambda item: _test("contains", expected, getattr(item, field, None))
+    return lambda item: _contains(expected, getattr(item, field, None))
 
 
 def build_predicate(normalized: NormalizedFilter) -> Callable[[Any], bool]:
     """Compile `normalized` into ``predicate(model_instance) -> bool`` (reads fields with getattr).
 
-    Same semantics as `matches`; compile once per query, call once per candidate item.
+    ``exact`` is ``==``; ``within`` is membership; ``contains`` is a case-sensitive substring test for
+    strings and ``in`` for other containers (None never contains anything). Compile once per query,
+    call once per candidate item.
     """
     if not normalized.conditions and not normalized.must:
         return _always

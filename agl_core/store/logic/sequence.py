@@ -1,17 +1,18 @@
-"""Planning of span sequence ids for a batch of (rollout, attempt) pairs."""
+"""Span sequence ids: planning a batch of issued ids and numbering spans that come without one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from agl_core.semconv import LightningResourceAttributes
 
 if TYPE_CHECKING:
-    pass
+    from agl_core.types import Span
 
+__all__ = ["number_span", "plan_sequence_ids"]
 
-__all__ = [
-    "plan_sequence_ids",
-]
+_RESOURCE_KEY = LightningResourceAttributes.SPAN_SEQUENCE_ID.value
 
 
 def plan_sequence_ids(
@@ -32,3 +33,18 @@ def plan_sequence_ids(
         counters[rollout_id] = value
         issued.append(value)
     return issued, counters
+
+
+def number_span(span: Span, sequence_id: int) -> Span:
+    """`span` (which came with ``sequence_id`` 0, "assign one") with the id the store issued.
+
+    A resource attribute ``agentlightning.span_sequence_id`` of 0 (the tracer and the LLM proxy stamp
+    the span's identity there) gets the same id.
+    """
+    update: dict[str, Any] = {"sequence_id": sequence_id}
+    attributes = span.resource.attributes
+    if attributes.get(_RESOURCE_KEY) == 0:
+        update["resource"] = span.resource.model_copy(
+            update={"attributes": {**attributes, _RESOURCE_KEY: sequence_id}}
+        )
+    return span.model_copy(update=update)

@@ -16,9 +16,8 @@ document come from the ``sequences`` collection.
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pymongo import ReturnDocument
@@ -34,38 +33,13 @@ from agl_mongo.context import StoreContext, insert_new
 from agl_mongo.keys import key, prefix_range, span_key
 from agl_mongo.queries import fetch_page, to_query
 
-__all__ = ["SPAN_SERVER_SORTABLE", "SpanCache", "add_spans", "allocate_sequence_ids", "query_spans"]
+__all__ = ["SPAN_SERVER_SORTABLE", "add_spans", "allocate_sequence_ids", "query_spans"]
 
 _LOOKUP_LIMIT = 2000
 """Rollouts with at most this many spans are read by ``_id`` list, larger ones by ``_id`` range."""
 
 SPAN_SERVER_SORTABLE = frozenset(("rollout_id", "attempt_id", "sequence_id", "trace_id", "span_id", "name"))
 """Span fields that are never null, so MongoDB can sort on them."""
-
-
-class SpanCache:
-    """Decoded spans by document id, so repeated queries do not re-validate the same JSON.
-
-    Spans are immutable once stored and never deleted, so an id always names the same span. Bounded
-    (oldest entries go first). Callers get shallow copies; treat nested values as read-only.
-    """
-
-    def __init__(self, size: int = 20_000) -> None:
-        self._items: dict[Any, Span] = {}
-        self._size = size
-        self._lock = threading.Lock()
-
-    def decode(self, doc: Mapping[str, Any]) -> Span:
-        """The span of `doc`, decoded once."""
-        key = doc["_id"]
-        span = self._items.get(key)
-        if span is None:
-            span = span_from_doc(doc)
-            with self._lock:
-                if len(self._items) >= self._size:
-                    del self._items[next(iter(self._items))]
-                self._items[key] = span
-        return span.model_copy()
 
 
 async def _check_targets(ctx: StoreContext, targets: Sequence[tuple[str, str]]) -> None:
@@ -85,18 +59,19 @@ async def _check_targets(ctx: StoreContext, targets: Sequence[tuple[str, str]]) 
 
 
 async def _reserve_order(
-    ctx: StoreContext, rollout_id: str, attempt_id: str, count: int
+    ctx: StoreContext, rollout_id: str, attempt_id: str, count: int, unnumbered: int
 ) -> tuple[int, dict[str, Any]]:
-    """Reserve `count` insertion-order numbers for spans of the attempt.
+    """Reserve `count` insertion-order numbers for spans of the attempt and `unnumbered` sequence ids.
 
-    Returns the first number and the rollout's state (for the heartbeat's transition).
+    Returns the first number and the rollout's state (for the heartbeat's transition; its ``sq`` is
+    the last sequence id reserved).
     """
 
     async def step(cols: Collections, retrying: bool) -> Any:
         return await cols.rollouts.find_one_and_update(
             {"_id": key(ctx.partition, rollout_id), "attempts.attempt_id": attempt_id},
-            {"$inc": {"so": count}},
-            projection={"so": 1, "status": 1, "attempts": 1, "rev": 1},
+            {"$inc": {"so": count, "sq": unnumbered}},
+            projection={"so": 1, "sq": 1, "status": 1, "attempts": 1, "rev": 1},
             return_document=ReturnDocument.AFTER,
         )
 
@@ -110,7 +85,8 @@ async def _reserve_order(
 async def add_spans(ctx: StoreContext, spans: Sequence[Span]) -> list[Span]:
     """Store validated spans; return those inserted (duplicates skipped, even within the batch).
 
-    Every span's rollout and attempt must exist; that is checked before anything is written.
+    Every span's rollout and attempt must exist; that is checked before anything is written. Spans
+    with ``sequence_id`` 0 get ids reserved with the insertion-order numbers (one ``$inc``).
     """
     unique: list[Span] = []
     seen: set[tuple[str, str, str]] = set()
@@ -128,9 +104,11 @@ async def add_spans(ctx: StoreContext, spans: Sequence[Span]) -> list[Span]:
     docs: list[dict[str, Any]] = [{} for _ in unique]
     states: dict[tuple[str, str], dict[str, Any]] = {}
     for (rollout_id, attempt_id), members in groups.items():
-        first, states[(rollout_id, attempt_id)] = await _reserve_order(
-            ctx, rollout_id, attempt_id, len(members)
-        )
+        unnumbered = [position for position in members if not unique[position].sequence_id]
+        first, state = await _reserve_order(ctx, rollout_id, attempt_id, len(members), len(unnumbered))
+        states[(rollout_id, attempt_id)] = state
+        for number, position in enumerate(unnumbered, int(state["sq"]) - len(unnumbered) + 1):
+            unique[position] = store_logic.number_span(unique[position], number)
         for offset, position in enumerate(members):
             span = unique[position]
             doc = span_doc(ctx.partition, span, first + offset, token)
@@ -191,7 +169,6 @@ async def allocate_sequence_ids(ctx: StoreContext, rollout_id: str, count: int) 
 
 async def query_spans(
     ctx: StoreContext,
-    cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
     normalized: store_logic.NormalizedFilter,
@@ -240,7 +217,7 @@ async def query_spans(
             offset=offset,
             model_type=Span,
             server_sortable=SPAN_SERVER_SORTABLE,
-            decode=cache.decode,
+            decode=span_from_doc,
         )
 
     return await ctx.run(step)

@@ -174,7 +174,6 @@ class MongoLightningStore(LightningStore):
         self._waiters = WaiterRegistry()
         conn = MongoConnection(parsed.client_uri, self.uri, database, options, self.retry_timeout)
         self._ctx = StoreContext(partition, clock, conn, self._waiters.wake_all)
-        self._span_cache = spans.SpanCache()
 
     @classmethod
     def from_uri(cls, uri: str, **kwargs: Any) -> MongoLightningStore:
@@ -367,9 +366,7 @@ class MongoLightningStore(LightningStore):
         normalized = store_logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         await self._guard()
-        return await spans.query_spans(
-            self._ctx, self._span_cache, query.rollout_id, attempt_id, normalized, *page
-        )
+        return await spans.query_spans(self._ctx, query.rollout_id, attempt_id, normalized, *page)
 
     # ------------------------------------------------------------------ resources
 

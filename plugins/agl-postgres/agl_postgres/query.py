@@ -66,7 +66,7 @@ def _condition(cond: FilterCondition, columns: Mapping[str, Column], params: lis
 
 
 def where(normalized: NormalizedFilter, columns: Mapping[str, Column], params: list[Any]) -> str:
-    """A WHERE condition equivalent to `logic.matches`, appending its values to `params`."""
+    """A WHERE condition equivalent to `logic.build_predicate`, appending its values to `params`."""
     parts = [_condition(c, columns, params) for c in normalized.must]
     if normalized.conditions:
         pool = [_condition(c, columns, params) for c in normalized.conditions]

@@ -1,35 +1,25 @@
 """Spans and span sequence ids of `PostgresLightningStore`.
 
-`add_span` is one compare-and-set statement (the span, its attempt's heartbeat and the rollout's
-status move together, or not at all); `add_many_spans` is one transaction that locks the touched
-rollouts in a fixed order. Sequence ids come from per-rollout counter rows, raised with row-level
-upserts (never a table lock), and always above every stored span's id. Decoded spans are cached by
-row id (`SpanCache`): a stored span never changes.
+Adding spans is one transaction that locks the touched rollouts in a fixed order. Sequence ids come
+from per-rollout counter rows, raised with row-level upserts (never a table lock), and always above
+every stored span's id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
-
-import asyncpg
 
 from agl_core.store import AttemptNotFoundError, RolloutNotFoundError, logic
 from agl_core.types import PaginatedResult, Span
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 from agl_postgres.query import Column, limit_clause, order_by, page_total, where
-from agl_postgres.schema import CAS_CONFLICT
-from agl_postgres.sql import Params
 
 __all__ = [
     "SPAN_SQL",
-    "SpanCache",
-    "TargetCache",
-    "add_span",
     "add_spans",
     "next_sequence_id",
     "query_spans",
-    "rollout_spans",
     "sequence_ids",
 ]
 
@@ -46,16 +36,6 @@ SPAN_SQL: dict[str, Column] = {
 }
 """Span fields that can be filtered or sorted in SQL."""
 
-_SPAN_STATE = (
-    "SELECT r.ord, r.rev, r.status, r.latest_attempt_id, a.status, EXISTS (SELECT 1 FROM spans s "
-    "WHERE s.rollout_id = $1::text AND s.attempt_id = $2::text AND s.span_id = $3::text) "
-    "FROM rollouts r LEFT JOIN attempts a ON a.rollout_id = r.rollout_id AND a.attempt_id = $2::text "
-    "WHERE r.rollout_id = $1::text"
-)
-_SPAN_VALUES = (
-    "$5::text, $6::text, $7::text, $8::bigint, $9::text, $10::text, $11::text, $12::float8, $13::float8, "
-    "$14::text"
-)
 _SPAN_INSERT_COLUMNS = (
     "rollout_id, attempt_id, span_id, sequence_id, trace_id, parent_id, name, start_time, end_time, data"
 )
@@ -74,117 +54,6 @@ def _span_row(span: Span, data: str) -> tuple[Any, ...]:
         span.end_time,
         data,
     )
-
-
-def _heartbeat_sets(
-    params: Params, rollout_status: str, attempt_status: str, is_latest: bool, now: float
-) -> tuple[str, str]:
-    """``(rollout SET extras, attempt SET)`` for a span's heartbeat (`logic.heartbeat_transition`)."""
-    new_attempt, new_rollout = logic.heartbeat_transition(rollout_status, attempt_status, is_latest=is_latest)
-    attempt_set = f"last_heartbeat_time = {params.add(now, 'float8')}"
-    if new_attempt != attempt_status:
-        attempt_set += (
-            f", status = {params.add(new_attempt, 'text')}, "
-            f"end_time = {params.add(logic.attempt_end_time_for(new_attempt, now), 'float8')}"
-        )
-    rollout_set = ""
-    if new_rollout is not None:
-        from agl_postgres.ops import rollout_status_sql
-
-        rollout_set = ", " + rollout_status_sql(params, new_rollout, now)
-    return rollout_set, attempt_set
-
-
-_ADD_SPAN = f"""
-WITH s AS (
-    INSERT INTO spans ({_SPAN_INSERT_COLUMNS})
-    SELECT {_SPAN_VALUES} WHERE EXISTS (SELECT 1 FROM rollouts WHERE ord = $1::bigint AND rev = $2::bigint)
-    ON CONFLICT (rollout_id, attempt_id, span_id) DO NOTHING RETURNING 1
-), g AS (
-    UPDATE rollouts SET rev = rev + 1{{rollout_set}}
-    WHERE ord = $1::bigint AND rev = $2::bigint AND EXISTS (SELECT 1 FROM s) RETURNING rev
-), a AS (
-    UPDATE attempts SET {{attempt_set}}
-    WHERE rollout_id = $3::text AND attempt_id = $4::text AND EXISTS (SELECT 1 FROM g)
-)
-SELECT (SELECT count(*) FROM s), (SELECT rev FROM rollouts WHERE ord = $1::bigint),
-    CASE WHEN (SELECT count(*) FROM s) > (SELECT count(*) FROM g) THEN cas_conflict() END
-"""
-"""One span with its heartbeat, written only under the ``rev`` read (else nothing, or `cas_conflict`)."""
-
-SpanTarget = tuple[int, int, str, "str | None", str]
-"""What a span's heartbeat decision needs: rollout ord, rev, status, latest attempt id, attempt status."""
-
-
-class TargetCache:
-    """The state each attempt was left in by this store's last span write, keyed by (rollout, attempt).
-
-    A span for the same attempt then needs no read: its write is guarded by the cached ``rev``, so a
-    change by anyone else since makes it apply nothing and the call falls back to reading.
-    """
-
-    __slots__ = ("_items",)
-
-    def __init__(self) -> None:
-        self._items: dict[tuple[str, str], SpanTarget] = {}
-
-    def get(self, key: tuple[str, str]) -> SpanTarget | None:
-        """The cached state of an attempt, or None."""
-        return self._items.get(key)
-
-    def put(self, key: tuple[str, str], target: SpanTarget) -> None:
-        """Remember an attempt's state (bounded: the cache is emptied when it grows past 10,000)."""
-        if len(self._items) >= 10_000:
-            self._items.clear()
-        self._items[key] = target
-
-    def drop(self, key: tuple[str, str]) -> None:
-        """Forget an attempt's state."""
-        self._items.pop(key, None)
-
-
-async def add_span(
-    conn: Any, targets: TargetCache, span: Span, data: str, now: float, retrying: bool
-) -> Span | None:
-    """Insert one validated span with its heartbeat; None if its key is taken (changes nothing).
-
-    One statement when this store wrote the attempt's last span (`TargetCache`), else a read first.
-    """
-    rollout_id, attempt_id = span.rollout_id, span.attempt_id
-    key = (rollout_id, attempt_id)
-    target = None if retrying else targets.get(key)
-    while True:
-        if target is None:
-            state = await conn.fetchrow(_SPAN_STATE, rollout_id, attempt_id, span.span_id)
-            if state is None:
-                raise RolloutNotFoundError(rollout_id)
-            if state[4] is None:
-                raise AttemptNotFoundError(rollout_id, attempt_id)
-            if state[5]:
-                return span if retrying else None  # on a retry, the earlier try stored it
-            target = (state[0], state[1], state[2], state[3], state[4])
-        ord_, rev, rollout_status, latest_id, attempt_status = target
-        params = Params(ord_, rev, rollout_id, attempt_id, *_span_row(span, data))
-        is_latest = attempt_id == latest_id
-        new_attempt, new_rollout = logic.heartbeat_transition(
-            rollout_status, attempt_status, is_latest=is_latest
-        )
-        rollout_set, attempt_set = _heartbeat_sets(params, rollout_status, attempt_status, is_latest, now)
-        try:
-            row = await conn.fetchrow(
-                _ADD_SPAN.format(rollout_set=rollout_set, attempt_set=attempt_set), *params.values
-            )
-        except asyncpg.PostgresError as exc:
-            if getattr(exc, "sqlstate", None) != CAS_CONFLICT:
-                raise
-            row = None
-        if row is not None and row[0]:
-            targets.put(key, (ord_, rev + 1, new_rollout or rollout_status, latest_id, new_attempt))
-            return span
-        if row is not None and row[1] == rev:
-            return None  # a duplicate: nothing changed
-        targets.drop(key)  # someone else changed the rollout: read it again
-        target = None
 
 
 _LOCK_ROLLOUTS = (
@@ -223,13 +92,14 @@ SELECT 1
 
 
 async def add_spans(
-    conn: Any, spans: Sequence[Span], datas: Sequence[str], now: float, retrying: bool
+    conn: Any, spans: Sequence[Span], to_json: Callable[[Span], str], now: float, retrying: bool
 ) -> list[Span]:
     """Insert validated spans in one transaction; return those inserted (duplicates skipped), in order.
 
     Every span's rollout and attempt must exist (checked under lock, before anything is written); each
-    attempt that received a span gets one heartbeat. On a retry after a lost acknowledgement, spans
-    already stored count as inserted (the earlier try committed the whole batch or nothing).
+    attempt that received a span gets one heartbeat. Spans with ``sequence_id`` 0 get ids issued in the
+    same transaction (`sequence_ids`). On a retry after a lost acknowledgement, spans already stored
+    count as inserted (the earlier try committed the whole batch or nothing).
     """
     async with conn.transaction():
         rollout_ids = list(dict.fromkeys(span.rollout_id for span in spans))
@@ -245,7 +115,13 @@ async def add_spans(
         for pair in pairs:
             if pair not in found:
                 raise AttemptNotFoundError(*pair)
-        rows = [_span_row(span, data) for span, data in zip(spans, datas, strict=True)]
+        unnumbered = [index for index, span in enumerate(spans) if not span.sequence_id]
+        if unnumbered:
+            spans = list(spans)
+            issued = await sequence_ids(conn, [spans[index].rollout_id for index in unnumbered])
+            for index, sequence_id in zip(unnumbered, issued, strict=True):
+                spans[index] = logic.number_span(spans[index], sequence_id)
+        rows = [_span_row(span, to_json(span)) for span in spans]
         columns = [list(column) for column in zip(*rows, strict=True)]
         stored = {(r[0], r[1], r[2]) for r in await conn.fetch(_INSERT_SPANS, *columns)}
         inserted: list[Span] = []
@@ -344,48 +220,8 @@ async def sequence_ids(conn: Any, rollout_ids: Sequence[str]) -> list[int]:
 # ---------------------------------------------------------------------------------------------- queries
 
 
-class SpanCache:
-    """Decoded spans by row id, so repeated queries neither re-read nor re-validate the same JSON.
-
-    Stored spans never change or get deleted, so a row id always names the same span. Bounded
-    (oldest entries go first). Like the other stores, queries return these shared objects: treat
-    returned spans as read-only.
-    """
-
-    __slots__ = ("_items", "_size")
-
-    def __init__(self, size: int = 50_000) -> None:
-        self._items: dict[int, Span] = {}
-        self._size = size
-
-    async def get(self, conn: Any, row_ids: Sequence[int]) -> list[Span]:
-        """The spans of `row_ids`, in order; the JSON of those not cached yet is read through `conn`."""
-        items = self._items
-        missing = [row_id for row_id in row_ids if row_id not in items]
-        if missing:
-            rows = await conn.fetch("SELECT ord, data FROM spans WHERE ord = ANY($1::bigint[])", missing)
-            excess = len(items) + len(rows) - self._size
-            if excess > 0:
-                for old in list(items)[:excess]:
-                    del items[old]
-            found = {row[0]: Span.model_validate_json(row[1], context=STORED_SPAN_CONTEXT) for row in rows}
-            items.update(found)
-            return [items.get(row_id) or found[row_id] for row_id in row_ids]
-        return [items[row_id] for row_id in row_ids]
-
-
-async def rollout_spans(conn: Any, cache: SpanCache, rollout_id: str) -> PaginatedResult[Span]:
-    """Every span of `rollout_id` by sequence id then insertion: `query_spans` with its defaults."""
-    rows = await conn.fetch(
-        "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord", rollout_id
-    )
-    items = await cache.get(conn, [row[0] for row in rows])
-    return PaginatedResult(items=items, limit=-1, offset=0, total=len(items))
-
-
 async def query_spans(
     conn: Any,
-    cache: SpanCache,
     rollout_id: str,
     attempt_id: str | None,
     normalized: logic.NormalizedFilter,
@@ -411,9 +247,9 @@ async def query_spans(
     order = order_by(sort_by, sort_order, Span, SPAN_SQL, "ord")
     count_params = list(params)
     page = limit_clause(limit, offset, params)
-    rows = await conn.fetch(f"SELECT ord FROM spans WHERE {condition} ORDER BY {order} {page}", *params)
-    row_ids = [row[0] for row in rows]
-    total = page_total(row_ids, limit, offset)
+    rows = await conn.fetch(f"SELECT data FROM spans WHERE {condition} ORDER BY {order} {page}", *params)
+    items = [Span.model_validate_json(row[0], context=STORED_SPAN_CONTEXT) for row in rows]
+    total = page_total(items, limit, offset)
     if total is None:
         total = await conn.fetchval(f"SELECT count(*) FROM spans WHERE {condition}", *count_params)
-    return PaginatedResult(items=await cache.get(conn, row_ids), limit=limit, offset=offset, total=total)
+    return PaginatedResult(items=items, limit=limit, offset=offset, total=total)

@@ -117,8 +117,6 @@ class PostgresLightningStore(LightningStore):
         self.options: dict[str, Any] = dict(settings.options)
         """The effective store options (pool sizes, timeouts, schema)."""
         self._db = PostgresConnection(settings)
-        self._span_cache = spans.SpanCache()
-        self._span_targets = spans.TargetCache()
 
     @classmethod
     def from_uri(cls, uri: str, **kwargs: Any) -> PostgresLightningStore:
@@ -294,15 +292,8 @@ class PostgresLightningStore(LightningStore):
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Insert the checked batch in one transaction (duplicates skipped)."""
         checked = list(request.spans)
-        if len(checked) == 1:
-            span, data, targets = checked[0], _span_json(checked[0]), self._span_targets
-            stored = await self._run(
-                lambda conn, retrying: spans.add_span(conn, targets, span, data, self.clock(), retrying)
-            )
-            return [] if stored is None else [stored]
-        datas = [_span_json(span) for span in checked]
         return await self._run(
-            lambda conn, retrying: spans.add_spans(conn, checked, datas, self.clock(), retrying)
+            lambda conn, retrying: spans.add_spans(conn, checked, _span_json, self.clock(), retrying)
         )
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
@@ -315,20 +306,11 @@ class PostgresLightningStore(LightningStore):
 
     async def _query_spans(self, query: SpanQuery, where: logic.NormalizedFilter) -> PaginatedResult[Span]:
         """See `LightningStore.query_spans`."""
-        cache, rollout_id, attempt_id = self._span_cache, query.rollout_id, query.attempt_id
-        if (
-            attempt_id is None
-            and query.sort_by == "sequence_id"
-            and query.sort_order == "asc"
-            and query.limit == -1
-            and query.offset == 0
-            and not where.conditions
-        ):  # the hot call: every span of a rollout, in order
-            return await self._run(lambda conn, retrying: spans.rollout_spans(conn, cache, rollout_id), True)
+        rollout_id, attempt_id = query.rollout_id, query.attempt_id
         normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         page = (query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._run(
-            lambda conn, retrying: spans.query_spans(conn, cache, rollout_id, attempt_id, normalized, *page),
+            lambda conn, retrying: spans.query_spans(conn, rollout_id, attempt_id, normalized, *page),
             True,
         )
 

@@ -150,9 +150,8 @@ async def test_hot_queries_use_indexes(postgres_uri: str, schema: str) -> None:
             ),
             "enqueue one": (ops._ENQUEUE_ONE, "ro-1", 0.0, None, None, "{}", "{}", None, None, None),
             "watchdog": (ops._UNHEALTHY, 0.0),
-            "span state": (spans._SPAN_STATE, "ro-1", "at-1", "s"),
             "rollout spans": (
-                "SELECT ord FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord",
+                "SELECT data FROM spans WHERE rollout_id = $1::text ORDER BY sequence_id, ord",
                 "r",
             ),
             "sequence id": (spans._NEXT_ID, "ro-1"),

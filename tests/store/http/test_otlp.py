@@ -200,9 +200,9 @@ def test_json_encoded_export(token_server: BackgroundServer) -> None:
     assert body["partialSuccess"]["rejectedSpans"] == "2"  # one untagged, one of an unknown rollout
     spans = {s.name: s for s in _run(_spans(token_server.endpoint, rid, aid))}
     assert spans["explicit"].sequence_id == 42
-    assert spans["allocated"].sequence_id == 1  # issued in bulk before the batch was stored
+    assert spans["allocated"].sequence_id == 43  # numbered by the store after the explicit 42, in order
     client = LightningStoreClient(token_server.endpoint, token=TOKEN)
-    assert _run(client.get_next_span_sequence_id(rid, aid)) == 43  # the explicit id raised the counter
+    assert _run(client.get_next_span_sequence_id(rid, aid)) == 44
     assert spans["explicit"].span_id == "eee19b7ec3c1b174"
     assert spans["explicit"].status.status_code == "ERROR"
     assert spans["explicit"].attributes["cfg.depth"] == 2
