@@ -12,7 +12,14 @@ from click.decorators import FC
 
 from agl_core.cli.errors import AglUserError, ExitCode
 
-__all__ = ["address_options", "log_level_option", "port_busy", "stop_on_signals", "warn_if_open"]
+__all__ = [
+    "address_options",
+    "configure_logging",
+    "log_level_option",
+    "port_busy",
+    "stop_on_signals",
+    "warn_if_open",
+]
 
 
 def address_options(port: int) -> Callable[[FC], FC]:
@@ -30,11 +37,16 @@ def address_options(port: int) -> Callable[[FC], FC]:
     return lambda command: host_option(port_option(command))
 
 
+def configure_logging(level: str) -> None:
+    """The root logger at `level` (a name: ``"INFO"``...), with the servers' line format."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
 def log_level_option(command: FC) -> FC:
     """``--log-level``: configures the root logger as the command line is parsed."""
 
     def configure(ctx: click.Context, param: click.Parameter, level: str) -> None:
-        logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        configure_logging(level)
 
     levels = click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)
     return click.option(

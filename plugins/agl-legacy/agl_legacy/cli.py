@@ -57,6 +57,7 @@ def legacy_store_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def run_legacy_store(ctx: click.Context, **options: Any) -> None:
     """Serve a store with 0.3's ``agl store`` options by running ``agl store serve``."""
+    from agl_core.cli.serving import configure_logging
     from agl_core.cli.store_cmd import serve
 
     if options["legacy_tracker"]:
@@ -66,6 +67,7 @@ def run_legacy_store(ctx: click.Context, **options: Any) -> None:
     if options["legacy_n_workers"] != 1:
         raise click.UsageError("--n-workers is not supported by agl: one aiohttp process serves all clients.")
     uri = "memory:" if options["legacy_backend"] == "memory" else options["legacy_mongo_uri"]
+    configure_logging(options["legacy_log_level"])  # what `agl store serve --log-level` does
     ctx.invoke(
         serve,
         store_uri=uri,
@@ -74,7 +76,6 @@ def run_legacy_store(ctx: click.Context, **options: Any) -> None:
         token=None,
         cors_origins=tuple(options["legacy_cors"]),
         max_body_bytes=32 * 1024 * 1024,
-        log_level=options["legacy_log_level"],
     )
 
 

@@ -55,6 +55,7 @@ from agl_core.store.logic import (
     new_resources_id,
     new_rollout_id,
     next_rollout_status_after_attempt_update,
+    number_span,
     paginate,
     plan_sequence_ids,
     resolve_rollout_query_aliases,
@@ -831,8 +832,11 @@ class CollectionBasedLightningStore(LightningStore03, Generic[T_collections]):
                 )
                 if existing is not None:
                     continue
+                if span.sequence_id:
+                    await c.span_sequence_ids.chmax(span.rollout_id, span.sequence_id)
+                else:  # sent with 0: the store numbers it (`logic.number_span`), as agl's stores do
+                    span = number_span(span, await c.span_sequence_ids.inc(span.rollout_id, 1))
                 await c.spans.insert([span])
-                await c.span_sequence_ids.chmax(span.rollout_id, span.sequence_id)
                 inserted.append(span)
             if inserted:
                 now = self.clock()

@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agl_core.store.base import LightningStore
+from agl_core.store.logic import number_span
+from agl_core.types.queries import SpanSequenceIds
 
 __all__ = ["LightningStore03"]
 
@@ -43,8 +45,29 @@ async def _dequeue_one_by_one(store: Any, request: Any) -> Any:
     return claimed
 
 
+async def _numbered(store: Any, spans: Any) -> list[Any]:
+    """`spans`, those sent with sequence id 0 ("the store numbers it": the tracer sends that) numbered through
+    the store's own sequence-id method, as agl's stores number them when they insert; as given without one."""
+    missing = [i for i, span in enumerate(spans) if not span.sequence_id]
+    numbered = list(spans)
+    if missing:
+        pairs = [(spans[i].rollout_id, spans[i].attempt_id) for i in missing]
+        try:
+            ids = await store._issue_sequence_ids(SpanSequenceIds(pairs))
+        except NotImplementedError:  # a 0.3 store without sequence ids keeps what it is given, as in 0.3
+            return numbered
+        for i, sequence_id in zip(missing, ids, strict=True):
+            numbered[i] = number_span(spans[i], sequence_id)
+    return numbered
+
+
+async def _add_many(store: Any, request: Any) -> Any:
+    return await store.add_many_spans(await _numbered(store, request.spans))
+
+
 async def _add_one_by_one(store: Any, request: Any) -> Any:
-    return [stored for span in request.spans if (stored := await store.add_span(span)) is not None]
+    spans = await _numbered(store, request.spans)
+    return [stored for span in spans if (stored := await store.add_span(span)) is not None]
 
 
 async def _issue_one_by_one(store: Any, request: Any) -> Any:
@@ -110,7 +133,7 @@ _ADAPTERS: dict[str, tuple[str, list[tuple[str, Call]]]] = {
     "_insert_spans": (
         "add_span",
         [
-            ("add_many_spans", lambda store, req: store.add_many_spans(req.spans)),
+            ("add_many_spans", _add_many),
             ("add_span", _add_one_by_one),
         ],
     ),
