@@ -20,11 +20,13 @@ def test_counts_read_pytests_junit_report(tmp_path: Path) -> None:
     )
     report = tmp_path / "junit.xml"
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    # the rootdir names the JUnit classnames; pytest's default depends on the caller's folder
     subprocess.run(
-        [*pytest, f"--junitxml={report}", str(tmp_path)],
+        [*pytest, f"--rootdir={tmp_path}", f"--junitxml={report}", str(tmp_path)],
         capture_output=True,
         timeout=120,
         check=False,
+        cwd=tmp_path,
     )
     spec = importlib.util.spec_from_file_location("run_03_tests", TOOL)
     assert spec is not None and spec.loader is not None
