@@ -26,11 +26,11 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
-import importlib.metadata
 import inspect
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -144,12 +144,9 @@ class PluginRecord:
         return None
 
 
-def _core_version() -> str | None:
-    """agl-core's installed version, read like a plugin's (the metadata carries ``agl_core.__version__``)."""
-    try:
-        return importlib.metadata.version("agl-core")
-    except importlib.metadata.PackageNotFoundError:  # a source tree on sys.path, not installed
-        return None
+def _core_version() -> str:
+    """``agl_core.__version__``, read from the loaded package (importing the facade here is a cycle)."""
+    return str(sys.modules["agl_core"].__version__)
 
 
 def _env_list(value: str) -> list[str]:
