@@ -45,7 +45,6 @@ _MODULE_NAMES: dict[str, list[str]] = {
         "TracerTraceToTriplet",
     ],
     "agl_core.algorithm": ["Algorithm", "Baseline", "FastAlgorithm", "algo"],
-    "agl_core.config": ["lightning_cli"],
     "agl_core.emitter": [
         "emit_annotation",
         "emit_exception",
@@ -112,6 +111,7 @@ _FROM_AGL_LEGACY: dict[str, str] = {
     "AgentLightningServer": "agl_core.server",
     "LegacyAgentRunner": "agl_core.runner.legacy",
     "CollectionBasedLightningStore": "agl_core.store.collection_based",
+    "lightning_cli": "agl_core.config",
 }
 
 
@@ -228,7 +228,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TraceToTripletBase,
     )
     from agl_core.algorithm import Algorithm, Baseline, FastAlgorithm, algo  # noqa: F401
-    from agl_core.config import lightning_cli  # noqa: F401
     from agl_core.emitter import (  # noqa: F401
         emit_annotation,
         emit_exception,

@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "NotProvidedError",
     "PluginName",
+    "cli_main",
     "import_required",
     "module_getattr",
     "not_provided",
@@ -108,6 +109,27 @@ def plugin_module(module: str, source: str, distribution: str = "agl-legacy") ->
             raise AttributeError(f"module {module!r} has no attribute {name!r}") from None
 
     return __getattr__
+
+
+def cli_main(subcommand: str) -> Callable[[Sequence[str] | None], int]:
+    """0.3's ``main(argv)`` of a CLI module: runs ``agl SUBCOMMAND ARGV...`` and returns the exit status."""
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        import sys
+
+        from agl_core.cli import build_cli
+
+        args = list(argv) if argv is not None else sys.argv[1:]
+        try:
+            build_cli().main(args=[subcommand, *args], prog_name="agl", standalone_mode=False)
+        except SystemExit as exc:
+            return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+        return 0
+
+    main.__doc__ = (
+        f"Run ``agl {subcommand} ARGV...`` (0.3's entry point of this subcommand); returns the exit status."
+    )
+    return main
 
 
 Target = str | PluginName | Callable[[], Any]

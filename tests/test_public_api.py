@@ -30,7 +30,6 @@ EXPECTED = {
     "runner": "Runner LitAgentRunner",
     "store": "LightningStore LightningStoreCapabilities LightningStoreStatistics LightningStoreClient "
     "LightningStoreServer InMemoryLightningStore LightningStoreThreaded",
-    "config": "lightning_cli",
     "logging": "setup_logging setup_module_logging configure_logger",
     "tracer": "AgentOpsTracer Tracer OtelTracer DummyTracer get_active_tracer set_active_tracer "
     "clear_active_tracer",
@@ -69,7 +68,12 @@ def test_names_resolve_to_the_implementations() -> None:
 def test_legacy_names_answer_with_the_install_line_of_agl_legacy() -> None:
     if importlib.util.find_spec("agl_legacy") is not None:
         pytest.skip("agl-legacy is installed; its own tests check these names")
-    for name in ("LegacyAgentRunner", "CollectionBasedLightningStore", "AgentLightningClient"):
+    for name in (
+        "LegacyAgentRunner",
+        "CollectionBasedLightningStore",
+        "AgentLightningClient",
+        "lightning_cli",
+    ):
         with pytest.raises(ImportError, match="pip install agl-legacy"):
             getattr(agl, name)
     assert "LegacyAgentRunner" not in agl.__all__  # so ``from agl_core import *`` works without it

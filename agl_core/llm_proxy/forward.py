@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 import agl_core.llm_proxy._json as _json
 from agl_core.llm_proxy.backends import BackendPool, Replica
@@ -205,12 +207,25 @@ def _shutting_down() -> ProxyHTTPError:
     )
 
 
-def _pick(pool: BackendPool, tried: list[Replica]) -> Replica | None:
-    """Next replica: an untried one, or any when all were tried (a stale keep-alive connection)."""
-    replica = pool.pick(tried)
-    if replica is None and tried:
-        replica = pool.pick(())
-    return replica
+def _tries(
+    ctx: ForwardContext, pool: BackendPool, operation: Operation, tried: list[Replica]
+) -> Iterator[tuple[int, Replica, URL]]:
+    """``(attempt, replica, url)`` in failover order, each replica appended to ``tried``: an untried one,
+    or any when all were tried (a stale keep-alive connection)."""
+    for attempt in range(ctx.max_retries + 1):
+        replica = pool.pick(tried)
+        if replica is None and tried:
+            replica = pool.pick(())
+        if replica is None or replica.http is None:
+            return
+        if ctx.session.closed:
+            raise _shutting_down()
+        if attempt:
+            ctx.stats.retries += 1
+        tried.append(replica)
+        url = replica.chat_url if operation == "chat" else replica.completions_url
+        assert url is not None  # set for every HTTP replica
+        yield attempt, replica, url
 
 
 def error_result(status: int, body: bytes, replica: Replica, attempts: int) -> BufferedResult:
@@ -248,17 +263,7 @@ async def forward_buffered(
     model = str(payload.get("model"))
     tried: list[Replica] = []
     last: BaseException | None = None
-    for attempt in range(ctx.max_retries + 1):
-        replica = _pick(pool, tried)
-        if replica is None or replica.http is None:
-            break
-        if ctx.session.closed:
-            raise _shutting_down()
-        if attempt:
-            ctx.stats.retries += 1
-        tried.append(replica)
-        url = replica.chat_url if operation == "chat" else replica.completions_url
-        assert url is not None  # set for every HTTP replica
+    for attempt, replica, url in _tries(ctx, pool, operation, tried):
         body = upstream_body(replica, operation, payload, raw, stream)
         replica.in_flight += 1
         replica.requests += 1
@@ -296,17 +301,7 @@ async def open_stream(
     model = str(payload.get("model"))
     tried: list[Replica] = []
     last: BaseException | None = None
-    for attempt in range(ctx.max_retries + 1):
-        replica = _pick(pool, tried)
-        if replica is None or replica.http is None:
-            break
-        if ctx.session.closed:
-            raise _shutting_down()
-        if attempt:
-            ctx.stats.retries += 1
-        tried.append(replica)
-        url = replica.chat_url if operation == "chat" else replica.completions_url
-        assert url is not None  # set for every HTTP replica
+    for attempt, replica, url in _tries(ctx, pool, operation, tried):
         body = upstream_body(replica, operation, payload, raw)
         replica.in_flight += 1
         replica.requests += 1

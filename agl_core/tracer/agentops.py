@@ -8,14 +8,8 @@ access.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agl_core._compat import PluginName, module_getattr
 
 __all__ = ["AgentOpsTracer"]  # noqa: F822 (resolved by __getattr__)
 
-_NAMES: dict[str, Any] = {
-    "AgentOpsTracer": PluginName("tracer", "agentops", "agl-agentops"),
-}
-
-__getattr__ = module_getattr("agl_core.tracer.agentops", _NAMES)
+__getattr__ = module_getattr(__name__, {"AgentOpsTracer": PluginName("tracer", "agentops", "agl-agentops")})

@@ -1,9 +1,8 @@
-"""0.3's logging helpers and ``lightning_cli``, used as 0.3 scripts use them."""
+"""0.3's logging helpers, used as 0.3 scripts use them."""
 
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -57,28 +56,3 @@ def test_setup_module_logging_and_deprecated_configure_logger() -> None:
     with pytest.warns(DeprecationWarning, match="setup_logging"):
         legacy = agl.configure_logger(level=logging.INFO)
     assert legacy.name == "agl_core" and legacy.level == logging.INFO
-
-
-class Model:
-    def __init__(
-        self, name: str, temperature: float | None = None, layers: list[int] | None = None, tiny: bool = False
-    ) -> None:
-        self.name, self.temperature, self.layers, self.tiny = name, temperature, layers, tiny
-
-
-class Run:
-    def __init__(self, epochs: int = 1, tag: str | None = "x") -> None:
-        self.epochs, self.tag = epochs, tag
-
-
-def test_lightning_cli_builds_instances_from_argv(monkeypatch: pytest.MonkeyPatch) -> None:
-    argv = ["prog", "--model.name", "qwen", "--model.temperature", "null", "--model.layers", "1", "2",
-            "--model.tiny", "yes", "--run.epochs", "3", "--run.tag", "~"]  # fmt: skip
-    monkeypatch.setattr(sys, "argv", argv)
-    model, run = agl.lightning_cli(Model, Run)
-    assert (model.name, model.temperature, model.layers, model.tiny) == ("qwen", None, [1, 2], True)
-    assert (run.epochs, run.tag) == (3, None)
-    monkeypatch.setattr(sys, "argv", ["prog"])
-    with pytest.raises(SystemExit):  # --model.name is required
-        agl.lightning_cli(Model)
-    assert agl.lightning_cli() == ()

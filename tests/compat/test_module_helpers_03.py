@@ -11,49 +11,12 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 import agl_core as agl
-from agl_core.adapter.messages import convert_to_openai_messages, group_genai_dict
 from agl_core.adapter.triplet import Transition
 from agl_core.emitter.object import encode_object
 from agl_core.store.memory import estimate_model_size
 from agl_core.tracer.base import get_active_tracer, with_active_tracer_context
 from agl_core.tracer.otel import to_otel_status_code
 from agl_core.tracer.weave import get_timestamp_or_throw, op_name_to_func_name, random_project_name
-
-
-def test_group_genai_dict_nests_flattened_attributes() -> None:
-    flat = {
-        "gen_ai.prompt.0.role": "system",
-        "gen_ai.prompt.0.content": "be brief",
-        "gen_ai.prompt.2.role": "user",  # a gap in the indices closes up
-        "gen_ai.prompt.2.content": "hi",
-        "gen_ai.request.model": "m",
-    }
-    assert group_genai_dict(flat, "gen_ai.prompt") == [
-        {"role": "system", "content": "be brief"},
-        {"role": "user", "content": "hi"},
-    ]
-    assert group_genai_dict({"gen_ai.usage.in.tokens": 3, "gen_ai.usage.out": 4}, "gen_ai.usage") == {
-        "in": {"tokens": 3},
-        "out": 4,
-    }
-
-
-def test_convert_to_openai_messages_builds_fine_tuning_samples() -> None:
-    record = {
-        "prompt": [{"role": "user", "content": "weather?"}],
-        "completion": [{"role": "assistant", "content": None}],
-        "request": {"functions": [{"name": "get_weather", "parameters": '{"type": "object"}'}]},
-        "response": {},
-        "tools": [{"name": "get_weather", "parameters": "{}", "call": {"id": "c1", "type": "function"}}],
-    }
-    (sample,) = convert_to_openai_messages([record])
-    assert sample["messages"][-1]["tool_calls"][0]["function"]["name"] == "get_weather"
-    assert sample["tools"] == [
-        {
-            "type": "function",
-            "function": {"name": "get_weather", "description": "", "parameters": {"type": "object"}},
-        }
-    ]
 
 
 def test_small_helpers_keep_03_results() -> None:

@@ -478,6 +478,7 @@ TOP_LEVEL_LEGACY = {
     "CollectionBasedLightningStore",
     "DevTaskLoader",
     "LegacyAgentRunner",
+    "lightning_cli",
 }
 
 

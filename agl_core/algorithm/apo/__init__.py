@@ -7,14 +7,8 @@ Listed in docs/migrating-from-agent-lightning.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agl_core._compat import PluginName, module_getattr
 
 __all__ = ["APO"]
 
-_NAMES: dict[str, Any] = {
-    "APO": PluginName("algorithm", "apo", "agl-apo"),
-}
-
-__getattr__ = module_getattr("agl_core.algorithm.apo", _NAMES)
+__getattr__ = module_getattr(__name__, {"APO": PluginName("algorithm", "apo", "agl-apo")})

@@ -9,8 +9,6 @@ of agl-apo's own prompts; ``RolloutResultForAPO``, ``VersionedPromptTemplate``) 
 
 from __future__ import annotations
 
-from typing import Any
-
 from agl_core._compat import PluginName, module_getattr
 
 __all__ = ["APO"]  # noqa: F822 (resolved by __getattr__)
@@ -22,9 +20,10 @@ _HELPERS = [
     "VersionedPromptTemplate",
 ]
 
-_NAMES: dict[str, Any] = {
-    "APO": PluginName("algorithm", "apo", "agl-apo"),
-    **{name: PluginName("algorithm", "apo", "agl-apo", attribute=name) for name in _HELPERS},
-}
-
-__getattr__ = module_getattr("agl_core.algorithm.apo.apo", _NAMES)
+__getattr__ = module_getattr(
+    __name__,
+    {
+        "APO": PluginName("algorithm", "apo", "agl-apo"),
+        **{name: PluginName("algorithm", "apo", "agl-apo", attribute=name) for name in _HELPERS},
+    },
+)

@@ -7,14 +7,8 @@ Listed in docs/migrating-from-agent-lightning.md.
 
 from __future__ import annotations
 
-from typing import Any
-
 from agl_core._compat import PluginName, module_getattr
 
 __all__ = ["VERL"]  # noqa: F822 (resolved by __getattr__)
 
-_NAMES: dict[str, Any] = {
-    "VERL": PluginName("algorithm", "verl", "agl-verl"),
-}
-
-__getattr__ = module_getattr("agl_core.algorithm.verl.interface", _NAMES)
+__getattr__ = module_getattr(__name__, {"VERL": PluginName("algorithm", "verl", "agl-verl")})
