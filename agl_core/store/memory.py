@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
+from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline, required_values
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -261,23 +261,13 @@ class InMemoryLightningStore(LightningStore):
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the checked query, each with its latest attempt."""
         predicate = build_predicate(where)
-        wanted_ids = self._narrowing_ids(where)
+        wanted_ids = required_values(where, "rollout_id")
         st = self._state
         with self._lock:
             st.watchdog()
             return st.select_rollouts(
                 where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
             )
-
-    @staticmethod
-    def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
-        """Rollout ids every match must be among (from ``rollout_id_in`` under AND), else None."""
-        if normalized.aggregate != "and" and len(normalized.conditions) != 1:
-            return None
-        for cond in normalized.conditions:
-            if cond.field == "rollout_id" and cond.op == "within" and isinstance(cond.value, frozenset):
-                return cond.value
-        return None
 
     async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
@@ -394,37 +384,28 @@ class InMemoryLightningStore(LightningStore):
 
     async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
         """Store the new spans of the checked batch atomically; returns those inserted."""
-        batch = request.spans
         st = self._state
         with self._lock:
             targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
-            # each run of consecutive spans of one attempt: its target and first position
-            runs: list[tuple[tuple[RolloutRecord, int], int]] = []
-            last = None
-            for position, span in enumerate(batch):
+            for span in request.spans:  # every target first: a failed call changes nothing
                 pair = (span.rollout_id, span.attempt_id)
-                target = targets.get(pair)
-                if target is None:
+                if pair not in targets:
                     rec = st.record(span.rollout_id)
                     index = rec.attempt_index.get(span.attempt_id)
                     if index is None:
                         raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-                    target = targets[pair] = (rec, index)
-                if target is not last:
-                    runs.append((target, position))
-                    last = target
+                    targets[pair] = (rec, index)
             inserted: list[Span] = []
             touched: dict[tuple[RolloutRecord, int], None] = {}
-            for number, (target, first) in enumerate(runs):
-                end = runs[number + 1][1] if number + 1 < len(runs) else len(batch)
-                stored = st.insert_spans(target[0], target[1], batch[first:end])
-                if stored:
-                    inserted += stored
+            for span in request.spans:
+                target = targets[(span.rollout_id, span.attempt_id)]
+                stored = st.insert_span(target[0], span)
+                if stored is not None:
+                    inserted.append(stored)
                     touched[target] = None
-            if touched:
-                now = self.clock()
-                for rec, index in touched:
-                    st.heartbeat(rec, index, now)
+            now = self.clock() if touched else 0.0
+            for rec, index in touched:
+                st.heartbeat(rec, index, now)
             return inserted
 
     async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
@@ -533,14 +514,14 @@ class InMemoryLightningStore(LightningStore):
     # ------------------------------------------------------------------ workers
 
     async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
-        """Workers matching the checked query (status filters read the status index)."""
+        """Workers matching the checked query."""
         predicate = build_predicate(where)
-        st = self._state
         with self._lock:
-            st.watchdog()
-            return st.select_workers(
-                where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
-            )
+            self._state.watchdog()
+            matched = [worker for worker in self._state.workers.values() if predicate(worker)]
+        return paginate(
+            sort_items(matched, query.sort_by, query.sort_order, Worker), query.limit, query.offset
+        )
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
