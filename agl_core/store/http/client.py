@@ -61,6 +61,7 @@ from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
+    EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
     ResourcesUpdate,
@@ -100,6 +101,13 @@ CLIENT_CERT_ENV = "AGL_STORE_CLIENT_CERT"
 """Environment variable naming the PEM client certificate (optionally with its key) for mutual TLS."""
 CLIENT_KEY_ENV = "AGL_STORE_CLIENT_KEY"
 """Environment variable naming the PEM private key of the client certificate, when in a separate file."""
+
+
+_PICKLED = (
+    *("token", "timeout", "retries", "retry_timeout", "backoff", "max_poll_seconds", "connection_limit"),
+    *("ca_bundle", "client_cert", "client_key", "proxy", "trust_env", "cache_span_pages"),
+)
+"""The constructor arguments a pickled client keeps (besides ``url``)."""
 
 
 class _Answer(NamedTuple):
@@ -244,22 +252,7 @@ class LightningStoreClient(LightningStore):
         return cls(uri, **kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "token": self.token,
-            "timeout": self.timeout,
-            "retries": self.retries,
-            "retry_timeout": self.retry_timeout,
-            "backoff": self.backoff,
-            "max_poll_seconds": self.max_poll_seconds,
-            "connection_limit": self.connection_limit,
-            "ca_bundle": self.ca_bundle,
-            "client_cert": self.client_cert,
-            "client_key": self.client_key,
-            "proxy": self.proxy,
-            "trust_env": self.trust_env,
-            "cache_span_pages": self.cache_span_pages,
-        }
+        return {"url": self.url, **{name: getattr(self, name) for name in _PICKLED}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         url = state.pop("url")
@@ -446,32 +439,12 @@ class LightningStoreClient(LightningStore):
 
     async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
         """``POST /v1/agl/rollouts`` with the checked rollout."""
-        r = request.rollout
-        payload = {
-            "input": r.input,
-            "mode": r.mode,
-            "resources_id": r.resources_id,
-            "config": r.config,
-            "metadata": r.metadata,
-            "worker_id": request.worker_id,
-        }
-        _check_values(payload)
+        payload = {**_rollout_payload(request.rollout), "worker_id": request.worker_id}
         return await self._request("start_rollout", payload)  # type: ignore[no-any-return]
 
     async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
         """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
-        items = [
-            {
-                "input": r.input,
-                "mode": r.mode,
-                "resources_id": r.resources_id,
-                "config": r.config,
-                "metadata": r.metadata,
-            }
-            for r in request.rollouts
-        ]
-        for item in items:
-            _check_values(item)
+        items = [_rollout_payload(r) for r in request.rollouts]
         result = await self._request("enqueue_rollouts", {"rollouts": items})
         if len(result) != len(items):
             raise StoreServerError(
@@ -675,11 +648,17 @@ class LightningStoreClient(LightningStore):
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _check_values(fields: dict[str, Any]) -> None:
-    """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
-    for name in ("input", "metadata", "heartbeat_stats"):
-        if name in fields:
-            logic.check_json_value(name, fields[name])
+def _rollout_payload(r: EnqueueRolloutRequest) -> dict[str, Any]:
+    """A checked rollout's JSON fields, after the JSON-value checks (depth, NaN) the other stores apply."""
+    logic.check_json_value("input", r.input)
+    logic.check_json_value("metadata", r.metadata)
+    return {
+        "input": r.input,
+        "mode": r.mode,
+        "resources_id": r.resources_id,
+        "config": r.config,
+        "metadata": r.metadata,
+    }
 
 
 def _json_or_none(raw: bytes) -> Any:
