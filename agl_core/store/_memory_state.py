@@ -172,11 +172,6 @@ class MemoryState:
                 self.queue.append(rollout_id)
                 rec.in_queue = True
         elif status in _FINISHED:
-            if rec.attempts:
-                # Built now, while its parts are in the CPU cache: a finished rollout is read (by id, by
-                # the trainer) and rarely written again, and building its view on a first read of a
-                # random rollout in a large store waits on a dozen cold memory loads.
-                self.view(rec)
             self.waiters.rollout_finished(rollout_id)
 
     def set_rollout_status(self, rec: RolloutRecord, status: str, now: float) -> None:

@@ -34,6 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
@@ -73,23 +74,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 
 if TYPE_CHECKING:
@@ -104,18 +89,6 @@ logger = logging.getLogger(__name__)
 _S = TypeVar("_S", bound="InMemoryLightningStore")
 
 _FINISHED = FINISHED_ROLLOUT_STATUSES
-
-
-class _NullLock:
-    """Stand-in for the lock when the store is created with ``thread_safe=False``."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _as_invalid_request(what: str, exc: ValidationError) -> InvalidRequestError:
@@ -164,7 +137,7 @@ class InMemoryLightningStore(LightningStore):
             )
         super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
         self._thread_safe = bool(thread_safe)
-        self._lock: threading.Lock | _NullLock = threading.Lock() if thread_safe else _NullLock()
+        self._lock: AbstractContextManager[Any] = threading.Lock() if thread_safe else nullcontext()
         self._state = MemoryState(clock, self._watchdog_due)
         self._closed = False
         self._wait_poll_seconds = min(1.0, max(0.05, self.scan_debounce_seconds))
@@ -208,7 +181,7 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ rollouts and attempts
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         """Create a ``preparing`` rollout with attempt #1, not queued (see `LightningStore.start_rollout`)."""
         r = request.rollout
         st = self._state
@@ -218,7 +191,7 @@ class InMemoryLightningStore(LightningStore):
             rec = st.create_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata, "preparing", now)
             return st.new_attempt(rec, now, request.worker_id, dequeue=False)
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         """Enqueue every checked rollout atomically, in input order."""
         st = self._state
         with self._lock:
@@ -231,7 +204,7 @@ class InMemoryLightningStore(LightningStore):
                 for r in request.rollouts
             ]
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to ``limit`` queued rollouts atomically, in FIFO order."""
         limit, worker_id = request.limit, request.worker_id
         claimed: list[AttemptedRollout] = []
@@ -248,7 +221,7 @@ class InMemoryLightningStore(LightningStore):
                 st.worker_found_nothing(worker_id, now)
         return claimed
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         """Start a new ``preparing`` attempt on any rollout (manual retry; ignores ``max_attempts``)."""
         st = self._state
         with self._lock:
@@ -257,7 +230,7 @@ class InMemoryLightningStore(LightningStore):
             return st.new_attempt(rec, self.clock(), request.worker_id, dequeue=False)
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the checked query, each with its latest attempt."""
         predicate = build_predicate(where)
@@ -269,7 +242,7 @@ class InMemoryLightningStore(LightningStore):
                 where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
             )
 
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
         sort_by, order = query.sort_by, query.sort_order
         st = self._state
@@ -297,7 +270,7 @@ class InMemoryLightningStore(LightningStore):
             rec = st.rollouts.get(rollout_id)
             return rec.attempts[-1] if rec is not None and rec.attempts else None
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         """Replace the given rollout fields; returns the new snapshot (a config of None: the defaults)."""
         changes = update.changes()
         st = self._state
@@ -310,7 +283,7 @@ class InMemoryLightningStore(LightningStore):
             st.store_rollout(rec, rollout)
             return rollout
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         """Replace the given attempt fields and propagate (see `LightningStore.update_attempt`)."""
         rollout_id, attempt_id = update.rollout_id, update.attempt_id
         st = self._state
@@ -382,7 +355,7 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
         """Store the new spans of the checked batch atomically; returns those inserted."""
         st = self._state
         with self._lock:
@@ -408,7 +381,7 @@ class InMemoryLightningStore(LightningStore):
                 st.heartbeat(rec, index, now)
             return inserted
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         """One sequence id per checked pair, atomically, in input order (ids are not checked to exist)."""
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         with self._lock:
@@ -417,7 +390,7 @@ class InMemoryLightningStore(LightningStore):
             counters.update(updated)
             return issued
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """Spans of one rollout (only its own spans are read); see `LightningStore.query_spans`."""
         attempt_id = query.attempt_id
         sort_by, order = query.sort_by, query.sort_order
@@ -465,7 +438,7 @@ class InMemoryLightningStore(LightningStore):
             st.latest_resources_id = resources_id
             return update
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         """Upsert a snapshot: version 1 for a new id, else version+1 keeping ``create_time``."""
         resources_id, resources = request.resources_id, request.resources
         st = self._state
@@ -496,7 +469,7 @@ class InMemoryLightningStore(LightningStore):
             return None if latest is None else st.resources[latest]
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
         predicate = build_predicate(where)
@@ -513,7 +486,7 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """Workers matching the checked query."""
         predicate = build_predicate(where)
         with self._lock:
@@ -528,7 +501,7 @@ class InMemoryLightningStore(LightningStore):
         with self._lock:
             return self._state.workers.get(worker_id)
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
         st = self._state
         with self._lock:
