@@ -72,23 +72,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 
 __all__ = ["SchemaVersionError", "SqliteLightningStore"]
 
@@ -266,28 +250,28 @@ class SqliteLightningStore(LightningStore):
             metadata_json("metadata", r.metadata),
         )
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         item = self._new_rollout(request.rollout)
         return await self._call(self._ops.start_rollout, item, request.worker_id, write=True, guarded=True)
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         items = [self._new_rollout(r) for r in request.rollouts]
         return await self._call(self._ops.enqueue, items, write=True, guarded=True)
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
         return await self._call(self._ops.dequeue, request.limit, request.worker_id, write=True, guarded=True)
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         args = (request.rollout_id, request.worker_id)
         return await self._call(self._ops.start_attempt, *args, write=True, guarded=True)
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(ops_.query_rollouts, self._ops, *args, guarded=True)
 
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         args = (query.rollout_id, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(ops_.query_attempts, self._ops, *args, guarded=True)
 
@@ -297,7 +281,7 @@ class SqliteLightningStore(LightningStore):
     async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
         return await self._call(ops_.get_latest_attempt, self._ops, rollout_id, guarded=True)
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         changes = logic.encode_rollout_update(
             update,
             encode_input=_encode_input,
@@ -308,7 +292,7 @@ class SqliteLightningStore(LightningStore):
             self._ops.update_rollout, update.rollout_id, changes, write=True, guarded=True
         )
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         metadata = update.metadata
         encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
         args = (update.rollout_id, update.attempt_id, update.status, update.worker_id)
@@ -339,14 +323,14 @@ class SqliteLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
         return await self._call(ops_.add_spans, self._ops, request.spans, _span_json, write=True)
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         return await self._call(ops_.sequence_ids, self._ops, rollout_ids, write=True)
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         attempt_id = query.attempt_id
         normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
         args = (query.rollout_id, attempt_id, normalized, query.sort_by, query.sort_order)
@@ -357,7 +341,7 @@ class SqliteLightningStore(LightningStore):
     async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
         return await self._call(ops_.add_resources, self._ops, dump_resources(resources), write=True)
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         args = (self._ops, request.resources_id, dump_resources(request.resources))
         return await self._call(ops_.update_resources, *args, write=True, guarded=True)
 
@@ -368,21 +352,21 @@ class SqliteLightningStore(LightningStore):
         return await self._call(ops_.get_latest_resources, self._ops)
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(ops_.query_resources, self._ops, *args)
 
     # ------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
         return await self._call(ops_.query_workers, self._ops, *args, guarded=True)
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
         return await self._call(ops_.get_worker, self._ops, worker_id)
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         if request.heartbeat_stats is not UNSET:
             dump_json("heartbeat_stats", request.heartbeat_stats)
         return await self._call(self._heartbeat, request.worker_id, request.heartbeat_stats, write=True)

@@ -69,23 +69,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -437,12 +421,12 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ rollouts
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         """``POST /v1/agl/rollouts`` with the checked rollout."""
         payload = {**_rollout_payload(request.rollout), "worker_id": request.worker_id}
         return await self._request("start_rollout", payload)  # type: ignore[no-any-return]
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
         items = [_rollout_payload(r) for r in request.rollouts]
         result = await self._request("enqueue_rollouts", {"rollouts": items})
@@ -452,12 +436,12 @@ class LightningStoreClient(LightningStore):
             )
         return result  # type: ignore[no-any-return]
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
         """``POST /v1/agl/queues/rollouts/dequeue``."""
         payload = {"limit": request.limit, "worker_id": request.worker_id}
         return await self._request("dequeue_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         """``POST /v1/agl/rollouts/{id}/attempts``."""
         rollout_id = request.rollout_id
         if rollout_id == "":
@@ -466,7 +450,7 @@ class LightningStoreClient(LightningStore):
         return await self._request("start_attempt", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """``POST /v1/agl/rollouts/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
@@ -475,7 +459,7 @@ class LightningStoreClient(LightningStore):
             payload["mode_in"] = _listify(query.mode_in)
         return await self._request("query_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         """``POST /v1/agl/rollouts/{id}/attempts/search`` with the checked query."""
         rollout_id, limit, offset = query.rollout_id, query.limit, query.offset
         if rollout_id == "":
@@ -484,24 +468,22 @@ class LightningStoreClient(LightningStore):
         return await self._request("query_attempts", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
-        """See `LightningStore.get_rollout_by_id`."""
         if rollout_id == "":
             return None
         return await self._request("get_rollout", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
-        """See `LightningStore.get_latest_attempt`."""
         if rollout_id == "":
             return None
         return await self._request("latest_attempt", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         """``POST /v1/agl/rollouts/{rollout_id}`` with only the fields that are not `UNSET`."""
         if update.rollout_id == "":
             raise RolloutNotFoundError(update.rollout_id)
         return await self._request("update_rollout", update.changes(), rollout_id=update.rollout_id)  # type: ignore[no-any-return]
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}`` with the fields not `UNSET`."""
         rollout_id, attempt_id = update.rollout_id, update.attempt_id
         if rollout_id == "":
@@ -556,7 +538,7 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
         """``POST /v1/agl/spans`` for one span, ``/spans/batch`` for several (the server answers which
         spans were new)."""
         batch = list(request.spans)
@@ -586,60 +568,53 @@ class LightningStoreClient(LightningStore):
                     return found
         return stored
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         """``POST /v1/agl/spans/sequence-ids``."""
         pairs = [list(pair) for pair in request.pairs]
         answer = await self._request("sequence_ids", {"rollout_attempt_ids": pairs})
         return list(answer.sequence_ids)
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """``POST /v1/agl/spans/search`` with the checked query."""
         return await self._request("query_spans", query)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 
     async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
-        """See `LightningStore.add_resources`."""
         return await self._request("add_resources", _resources_payload(resources))  # type: ignore[no-any-return]
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
-        """See `LightningStore.update_resources` (an upsert)."""
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         return await self._request(  # type: ignore[no-any-return]
             "update_resources", _resources_payload(request.resources), resources_id=request.resources_id
         )
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
-        """See `LightningStore.get_resources_by_id`."""
         if resources_id == "":
             return None
         return await self._request("get_resources", resources_id=resources_id)  # type: ignore[no-any-return]
 
     async def _get_latest_resources(self) -> ResourcesUpdate | None:
-        """See `LightningStore.get_latest_resources`."""
         return await self._request("latest_resources")  # type: ignore[no-any-return]
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
-        """See `LightningStore.query_resources`."""
         params = _params(**query.keywords())
         return await self._request("query_resources", params=params)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """``POST /v1/agl/workers/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
         return await self._request("query_workers", payload)  # type: ignore[no-any-return]
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
-        """See `LightningStore.get_worker_by_id`."""
         if worker_id == "":
             return None
         return await self._request("get_worker", worker_id=worker_id)  # type: ignore[no-any-return]
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
-        """See `LightningStore.update_worker`."""
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         stats = request.heartbeat_stats
         payload = {} if stats is UNSET else {"heartbeat_stats": stats}
         return await self._request("update_worker", payload, worker_id=request.worker_id)  # type: ignore[no-any-return]
