@@ -1,30 +1,11 @@
 """`InMemoryLightningStore`: the fast in-process store (``memory:``), safe across threads and event loops.
 
-Design:
-
-- **One lock, no awaits inside it.** Every method runs one synchronous critical section under a
-  `threading.Lock`, so the store is atomic for many tasks of one loop, for many threads and for many
-  event loops at once, and never blocks a loop for longer than one operation.
-- **Immutable snapshots.** Stored `Rollout`, `Attempt`, `Worker` and `ResourcesUpdate` objects are
-  never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
-  return the stored snapshots themselves, so a returned object never changes after it was returned.
-  Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are stored as added (the validated `Span` objects themselves) and reads
-  return them, so do not modify a span after adding it.
-- **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
-  status filters read a status index. The FIFO queue is a deque of ids; entries whose rollout left
-  ``queuing``/``requeuing`` are dropped lazily when dequeued. The watchdog scans only an index of
-  ``preparing``/``running`` rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
-- **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
-  rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
-  timeout, the waiter also wakes every ``clamp(scan_debounce_seconds, 0.05, 1.0)`` seconds to run the
-  (debounced) watchdog, so a dead runner's rollout still times out while nobody else calls the store.
-
-This module is the async, validating, locking API; the collections and the write paths it runs under
-its lock live in `agl_core.store._memory_state`. The semantics shared with the other backends
-(statuses, timestamps, workers, filters, sorting, pagination, sequence ids, watchdog) come from
-`agl_core.store.logic`.
+The design is described in docs/stores.md (Memory): one lock with no awaits inside it, immutable
+snapshots (a change stores a shallow copy; returned objects are shared with the store, so treat them and
+added spans as read-only), a record per rollout with its attempts and spans, a status index, a deque as
+the FIFO queue, and event-driven `wait_for_rollouts`. This module is the async, locking API; the
+collections and the write paths it runs under its lock are in `agl_core.store._memory_state`, and the
+semantics shared with the other backends come from `agl_core.store.logic`.
 """
 
 from __future__ import annotations

@@ -1,29 +1,12 @@
 """`SqliteLightningStore`: the durable, embedded, multi-process `LightningStore` (``sqlite:///path.db``).
 
-Design:
-
-- **One writer thread per store** owns the store's only SQLite connection; every call (reads
-  included) is a job on its queue, run in its own transaction (``BEGIN`` for reads, ``BEGIN IMMEDIATE``
-  for writes), so the event loop never waits on disk or on another process's lock. Results come back
-  through ``loop.call_soon_threadsafe`` after the commit, so a result is never delivered before the
-  data it reports is in the WAL, and one store serves any number of event loops and threads.
-- **Durability**: WAL journal with ``synchronous=NORMAL``. A commit appends the transaction to the WAL
-  file before it returns, so whatever a call acknowledged survives a killed process (SIGKILL, OOM);
-  NORMAL only skips the fsync, which matters for a power cut or kernel crash (the file stays
-  consistent, the last commits may be lost). ``FULL`` would add an fsync to every call for that case.
-- **Several processes** may open the same file: every write transaction starts with ``BEGIN
-  IMMEDIATE`` (waiting up to ``busy_timeout`` seconds for the lock), and every decision (queue claims,
-  statuses, attempt and span sequence ids) is read and written inside that transaction. Nothing mutable
-  is cached in memory between transactions.
-- **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
-  open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
-- **Semantics** come from `agl_core.store.logic`, as in `InMemoryLightningStore`; filters, sorting
-  and pagination are translated to SQL with the same results (`agl_core.store._sqlite_query`); the
-  transaction bodies are in `agl_core.store._sqlite_ops`.
-
-Values are stored as JSON: a rollout's ``input`` and metadata must be JSON-serializable (pydantic
-models are stored as their JSON form and read back as dicts; tuples and sets come back as lists).
-Returned spans may be shared between calls (as in the in-memory store): treat them as read-only.
+The design is described in docs/stores.md (SQLite): one writer thread per store owns the connection and
+runs every call as a job in its own transaction (``BEGIN IMMEDIATE`` for writes, so several processes
+may share a file), answered through ``loop.call_soon_threadsafe`` after the commit; WAL with
+``synchronous=NORMAL``; the schema versioned and migrated at open (`agl_core.store._sqlite_schema`).
+The transaction bodies are in `agl_core.store._sqlite_ops`; their semantics come from
+`agl_core.store.logic`, as in `InMemoryLightningStore` (filters, sorting and pagination translated to
+SQL by `agl_core.store._sqlite_query`).
 """
 
 from __future__ import annotations
