@@ -1,28 +1,9 @@
 """`LightningStoreClient`: the `LightningStore` contract over HTTP, talking to `agl store serve`.
 
-Open it with ``open_store("http://host:port")`` or construct it directly. It is a full store: every
-method maps to one request (the bulk methods to one batch request), errors come back as the same typed
-exceptions the local store raises, and it may be used from many tasks, threads and event loops at once
-(one `aiohttp.ClientSession` per event loop).
-
-**Retries.** Connection errors, timeouts and HTTP 502/503/504 are retried with exponential backoff and
-jitter until ``retries`` or ``retry_timeout`` runs out, then `StoreUnavailableError` names the URL. A
-500 (a server fault) is retried at most twice. 4xx answers are the caller's mistake and are raised at
-once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays the same across
-retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
-issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
-
-**Network.** ``https://`` servers are verified against ``ca_bundle`` (else the system CAs), with an
-optional client certificate for mutual TLS. Forward proxies come from ``proxy`` or, with
-``trust_env``, from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (aiohttp reads them); loopback
-servers are always reached directly.
-
-Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
-``wait_for_rollouts`` accepts
-any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
-``get_many_span_sequence_ids`` are one request each, not one per item; 4xx answers are never retried;
-``dequeue_*`` and the ``get_*`` methods raise on a failure instead of returning None or ``[]``, so an
-outage is not mistaken for an empty queue.
+Open it with ``open_store("http://host:port")`` or construct it directly. Every method is one request
+(the bulk methods one batch request), driven by the route table (`agl_core.store.http.routes`); errors
+come back as the typed exceptions the local store raises. Retries, idempotency keys, TLS, proxies and
+the differences from Agent Lightning 0.3 are described in docs/store-http.md (Client behaviour).
 """
 
 from __future__ import annotations
