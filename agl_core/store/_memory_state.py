@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         Span,
     )
 
-__all__ = ["MemoryState", "RolloutRecord", "has_watchdog_deadline", "required_statuses"]
+__all__ = ["MemoryState", "RolloutRecord", "has_watchdog_deadline", "required_values"]
 
 logger = logging.getLogger("agl_core.store.memory")
 
@@ -83,12 +83,12 @@ class RolloutRecord:
         self.view: Rollout | None = rollout  # cached rollout-with-latest-attempt; None when stale
 
 
-def required_statuses(normalized: NormalizedFilter) -> frozenset[str] | None:
-    """Statuses every match of `normalized` must have (a required ``status`` within-test), else None."""
+def required_values(normalized: NormalizedFilter, field: str) -> frozenset[str] | None:
+    """Values of `field` every match of `normalized` must have (a required within-test), else None."""
     if normalized.aggregate != "and" and len(normalized.conditions) != 1:
         return None
     for cond in normalized.conditions:
-        if cond.field == "status" and cond.op == "within" and isinstance(cond.value, frozenset):
+        if cond.field == field and cond.op == "within" and isinstance(cond.value, frozenset):
             return cond.value
     return None
 
@@ -120,9 +120,7 @@ class MemoryState:
         self.resources: dict[str, ResourcesUpdate] = {}
         self.latest_resources_id: str | None = None
         self.workers: dict[str, Worker] = {}
-        self.worker_order: dict[str, int] = {}  # creation rank of each worker
         self.rollouts_by_status: dict[str, dict[str, RolloutRecord]] = {}
-        self.workers_by_status: dict[str, dict[str, None]] = {}
         self.waiters = WaiterRegistry()
         self.total_attempts = 0
         self.total_spans = 0
@@ -174,11 +172,6 @@ class MemoryState:
                 self.queue.append(rollout_id)
                 rec.in_queue = True
         elif status in _FINISHED:
-            if rec.attempts:
-                # Built now, while its parts are in the CPU cache: a finished rollout is read (by id, by
-                # the trainer) and rarely written again, and building its view on a first read of a
-                # random rollout in a large store waits on a dozen cold memory loads.
-                self.view(rec)
             self.waiters.rollout_finished(rollout_id)
 
     def set_rollout_status(self, rec: RolloutRecord, status: str, now: float) -> None:
@@ -234,16 +227,12 @@ class MemoryState:
 
     def upsert_worker(self, worker_id: str, updates: dict[str, Any]) -> None:
         """Create the worker or replace its snapshot with `updates` applied."""
-        workers = self.workers
-        worker = workers.get(worker_id)
-        if worker is None:
-            stored = workers[worker_id] = apply_worker_updates(None, worker_id, updates)
-            self.worker_order[worker_id] = len(self.worker_order)
-        else:
-            stored = workers[worker_id] = worker.model_copy(update=updates)
-            if worker.status != stored.status:
-                del self.workers_by_status[worker.status][worker_id]
-        self.workers_by_status.setdefault(stored.status, {})[worker_id] = None
+        worker = self.workers.get(worker_id)
+        self.workers[worker_id] = (  # a dict keeps a key's position: workers stay in creation order
+            apply_worker_updates(None, worker_id, updates)
+            if worker is None
+            else worker.model_copy(update=updates)
+        )
 
     def worker_found_nothing(self, worker_id: str, now: float) -> None:
         """Book an empty dequeue for the worker (it becomes ``idle``)."""
@@ -354,30 +343,24 @@ class MemoryState:
         if rollout_status is not None:
             self.set_rollout_status(rec, rollout_status, now)
 
-    def insert_spans(self, rec: RolloutRecord, index: int, spans: Sequence[Span]) -> list[Span]:
-        """Store `spans` of ``rec.attempts[index]`` in order; returns those stored (a span id already
-        taken in the attempt, earlier in `spans` included, is skipped)."""
-        attempt_id = rec.attempts[index].attempt_id
-        rollout_id = rec.rollout.rollout_id
+    def insert_span(self, rec: RolloutRecord, span: Span) -> Span | None:
+        """Store `span` (numbered when its sequence id is 0); None when its id is taken in its attempt."""
+        rollout_id, attempt_id = span.rollout_id, span.attempt_id
         ids = rec.span_ids.setdefault(attempt_id, set())
+        if span.span_id in ids:
+            logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span.span_id)
+            return None
+        ids.add(span.span_id)
         counter = self.sequence_ids.get(rollout_id, 0)
-        inserted: list[Span] = []
-        for span in spans:
-            if span.span_id in ids:
-                logger.debug("Duplicated span ignored: %s %s %s", rollout_id, attempt_id, span.span_id)
-                continue
-            ids.add(span.span_id)
-            if span.sequence_id:
-                counter = max(counter, span.sequence_id)
-            else:
-                counter += 1
-                span = number_span(span, counter)
-            inserted.append(span)
-        if inserted:
-            rec.spans += inserted
-            self.sequence_ids[rollout_id] = counter
-            self.total_spans += len(inserted)
-        return inserted
+        if span.sequence_id:
+            counter = max(counter, span.sequence_id)
+        else:
+            counter += 1
+            span = number_span(span, counter)
+        self.sequence_ids[rollout_id] = counter
+        rec.spans.append(span)
+        self.total_spans += 1
+        return span
 
     @staticmethod
     def spans_of(rec: RolloutRecord, attempt_id: str | None) -> list[Span]:
@@ -404,7 +387,7 @@ class MemoryState:
             page = [self.view(rec) for rec in islice(ordered, offset, stop)]
             return page_result(page, limit, offset, len(rollouts))
         candidates: Any
-        statuses = required_statuses(where) if wanted_ids is None else None
+        statuses = required_values(where, "status") if wanted_ids is None else None
         if wanted_ids is not None:
             candidates = sorted((rollouts[i] for i in wanted_ids if i in rollouts), key=_order)
         elif statuses is not None:
@@ -418,28 +401,6 @@ class MemoryState:
             matched.sort(key=lambda rec: key(rec.rollout), reverse=order == "desc")
         page = [self.view(rec) for rec in _page(matched, limit, offset)]
         return page_result(page, limit, offset, len(matched))
-
-    def select_workers(
-        self,
-        where: NormalizedFilter,
-        predicate: Callable[[Any], bool],
-        sort_by: str | None,
-        order: str,
-        limit: int,
-        offset: int,
-    ) -> PaginatedResult[Worker]:
-        """The page of workers matching `where`, with the total number of matches."""
-        workers = self.workers
-        statuses = required_statuses(where)
-        candidates: Any = workers.values()
-        if statuses is not None:
-            groups = self.workers_by_status
-            ids = sorted((i for s in statuses for i in groups.get(s, {})), key=self.worker_order.__getitem__)
-            candidates = [workers[i] for i in ids]
-        matched = [worker for worker in candidates if predicate(worker)]
-        if sort_by is not None:
-            matched.sort(key=sort_key_for(sort_by, Worker), reverse=order == "desc")
-        return page_result(_page(matched, limit, offset), limit, offset, len(matched))
 
 
 def _order(rec: RolloutRecord) -> int:

@@ -1,10 +1,9 @@
 """Encoding between agl models and `SqliteLightningStore` rows.
 
 Nested values are stored as JSON text (pydantic-core's Rust encoder and decoder; NaN and infinities
-are kept). Rows become models without re-validation: the store only reads what it wrote after
-validating it, so `construct` fills a model's instance slots directly (what ``model_construct`` does,
-minus its per-field default handling). Resources and spans, whose nested models have custom
-validators and extra fields, go through pydantic's JSON validation instead.
+are kept). Rows become models with ``model_construct`` (no re-validation: the store only reads what it
+wrote after validating it). Configs, resources and spans, whose nested models have custom validators
+and extra fields, go through pydantic's JSON validation instead.
 """
 
 from __future__ import annotations
@@ -49,7 +48,6 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
 
 ROLLOUT_COLUMNS = "rollout_id, input, start_time, end_time, mode, resources_id, status, config, metadata"
 """Column list that `rollout_from_row` reads."""
@@ -78,40 +76,12 @@ RESOURCES_COLUMNS = "resources_id, create_time, update_time, version, resources"
 
 def construct(cls: type[M], values: dict[str, Any]) -> M:
     """A `cls` instance holding `values` (every field, already valid) without validation."""
-    obj = cls.__new__(cls)
-    _set(obj, "__dict__", values)
-    _set(obj, "__pydantic_fields_set__", set(values))
-    _set(obj, "__pydantic_extra__", None)
-    _set(obj, "__pydantic_private__", None)
-    return obj
-
-
-_config_cache: dict[str, tuple[Any, Any, int, tuple[str, ...]]] = {}
+    return cls.model_construct(**values)
 
 
 def config_from_json(text: str) -> RolloutConfig:
-    """A fresh `RolloutConfig` from its stored JSON (parsed once per distinct text)."""
-    parts = _config_cache.get(text)
-    if parts is None:
-        config = RolloutConfig.model_validate_json(text)
-        parts = (
-            config.timeout_seconds,
-            config.unresponsive_seconds,
-            config.max_attempts,
-            tuple(config.retry_condition),
-        )
-        if len(_config_cache) >= 1024:
-            _config_cache.clear()
-        _config_cache[text] = parts
-    return construct(
-        RolloutConfig,
-        {
-            "timeout_seconds": parts[0],
-            "unresponsive_seconds": parts[1],
-            "max_attempts": parts[2],
-            "retry_condition": list(parts[3]),
-        },
-    )
+    """A `RolloutConfig` from its stored JSON."""
+    return RolloutConfig.model_validate_json(text)
 
 
 def rollout_from_row(row: Sequence[Any], attempt: Attempt | None = None) -> Rollout:

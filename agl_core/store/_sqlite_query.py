@@ -20,7 +20,7 @@ from typing import Any
 
 from agl_core.store.logic import FilterCondition, NormalizedFilter, sort_key_for, validate_sort_order
 
-__all__ = ["Column", "Expr", "InsertBuilder", "order_by", "page_total", "where"]
+__all__ = ["Column", "order_by", "page_total", "where"]
 
 _IN_PLACEHOLDER_LIMIT = 64
 _LIKE_SPECIAL = re.compile(r"[%_\\]")
@@ -121,49 +121,3 @@ def page_total(rows: Sequence[Any], limit: int, offset: int) -> int | None:
     if (limit == -1 or count < limit) and (count or offset == 0):
         return offset + count
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Expr:
-    """A SQL expression to inline in an `InsertBuilder` statement instead of a bound value."""
-
-    sql: str
-
-
-class InsertBuilder:
-    """``INSERT`` statements that bind only the non-NULL values.
-
-    Python's `sqlite3` sends every parameter that is not an exact int/float/str/bytes -- None
-    included -- through its adaptation protocol, which raises and clears two AttributeErrors per value.
-    Columns whose value is None are left out (NULL is their default) and `Expr` values are inlined, so a
-    hot insert binds only plain values. One statement text is cached per shape.
-    """
-
-    __slots__ = ("_cache", "_columns", "_suffix", "_table")
-
-    def __init__(self, table: str, columns: Sequence[str], suffix: str = "") -> None:
-        self._table = table
-        self._columns = tuple(columns)
-        self._suffix = suffix
-        self._cache: dict[tuple[Any, ...], str] = {}
-
-    def __call__(self, values: Sequence[Any]) -> tuple[str, list[Any]]:
-        """``(sql, params)`` inserting `values` (one per column, in order)."""
-        shape: list[Any] = []
-        params: list[Any] = []
-        for v in values:  # one plain loop: this runs for every inserted row
-            if v is None:
-                shape.append(None)
-            elif v.__class__ is Expr:
-                shape.append(v.sql)
-            else:
-                shape.append(True)
-                params.append(v)
-        key = tuple(shape)
-        sql = self._cache.get(key)
-        if sql is None:
-            names = [c for c, s in zip(self._columns, key, strict=True) if s is not None]
-            slots = ["?" if s is True else s for s in key if s is not None]
-            sql = f"INSERT INTO {self._table} ({', '.join(names)}) VALUES ({', '.join(slots)}) {self._suffix}"
-            self._cache[key] = sql
-        return sql, params

@@ -1,30 +1,11 @@
 """`InMemoryLightningStore`: the fast in-process store (``memory:``), safe across threads and event loops.
 
-Design:
-
-- **One lock, no awaits inside it.** Every method runs one synchronous critical section under a
-  `threading.Lock`, so the store is atomic for many tasks of one loop, for many threads and for many
-  event loops at once, and never blocks a loop for longer than one operation.
-- **Immutable snapshots.** Stored `Rollout`, `Attempt`, `Worker` and `ResourcesUpdate` objects are
-  never mutated: every change stores a new snapshot (a shallow copy with the changed fields). Methods
-  return the stored snapshots themselves, so a returned object never changes after it was returned.
-  Returned objects are shared with the store: treat them as read-only and change state through the
-  `update_*` methods. Spans are stored as added (the validated `Span` objects themselves) and reads
-  return them, so do not modify a span after adding it.
-- **No scans on hot paths.** Each rollout owns a record with its attempts (list + id index), its spans
-  (list + span ids per attempt for de-duplication) and a cached "rollout with latest attempt" view;
-  status filters read a status index. The FIFO queue is a deque of ids; entries whose rollout left
-  ``queuing``/``requeuing`` are dropped lazily when dequeued. The watchdog scans only an index of
-  ``preparing``/``running`` rollouts whose config sets ``timeout_seconds`` or ``unresponsive_seconds``.
-- **Event-driven waiting.** `wait_for_rollouts` registers a waiter (its loop and a future); finishing a
-  rollout resolves it with ``loop.call_soon_threadsafe``. While a waited-for rollout has a configured
-  timeout, the waiter also wakes every ``clamp(scan_debounce_seconds, 0.05, 1.0)`` seconds to run the
-  (debounced) watchdog, so a dead runner's rollout still times out while nobody else calls the store.
-
-This module is the async, validating, locking API; the collections and the write paths it runs under
-its lock live in `agl_core.store._memory_state`. The semantics shared with the other backends
-(statuses, timestamps, workers, filters, sorting, pagination, sequence ids, watchdog) come from
-`agl_core.store.logic`.
+The design is described in docs/stores.md (Memory): one lock with no awaits inside it, immutable
+snapshots (a change stores a shallow copy; returned objects are shared with the store, so treat them and
+added spans as read-only), a record per rollout with its attempts and spans, a status index, a deque as
+the FIFO queue, and event-driven `wait_for_rollouts`. This module is the async, locking API; the
+collections and the write paths it runs under its lock are in `agl_core.store._memory_state`, and the
+semantics shared with the other backends come from `agl_core.store.logic`.
 """
 
 from __future__ import annotations
@@ -34,11 +15,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
-from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline
+from agl_core.store._memory_state import MemoryState, RolloutRecord, has_watchdog_deadline, required_values
 from agl_core.store.base import (
     UNSET,
     LightningStore,
@@ -73,23 +55,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 from agl_core.types.status import FINISHED_ROLLOUT_STATUSES
 
 if TYPE_CHECKING:
@@ -104,18 +70,6 @@ logger = logging.getLogger(__name__)
 _S = TypeVar("_S", bound="InMemoryLightningStore")
 
 _FINISHED = FINISHED_ROLLOUT_STATUSES
-
-
-class _NullLock:
-    """Stand-in for the lock when the store is created with ``thread_safe=False``."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _as_invalid_request(what: str, exc: ValidationError) -> InvalidRequestError:
@@ -164,7 +118,7 @@ class InMemoryLightningStore(LightningStore):
             )
         super().__init__(clock=clock, scan_debounce_seconds=scan_debounce_seconds)
         self._thread_safe = bool(thread_safe)
-        self._lock: threading.Lock | _NullLock = threading.Lock() if thread_safe else _NullLock()
+        self._lock: AbstractContextManager[Any] = threading.Lock() if thread_safe else nullcontext()
         self._state = MemoryState(clock, self._watchdog_due)
         self._closed = False
         self._wait_poll_seconds = min(1.0, max(0.05, self.scan_debounce_seconds))
@@ -208,7 +162,7 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ rollouts and attempts
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         """Create a ``preparing`` rollout with attempt #1, not queued (see `LightningStore.start_rollout`)."""
         r = request.rollout
         st = self._state
@@ -218,7 +172,7 @@ class InMemoryLightningStore(LightningStore):
             rec = st.create_rollout(r.input, r.mode, r.resources_id, r.config, r.metadata, "preparing", now)
             return st.new_attempt(rec, now, request.worker_id, dequeue=False)
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         """Enqueue every checked rollout atomically, in input order."""
         st = self._state
         with self._lock:
@@ -231,7 +185,7 @@ class InMemoryLightningStore(LightningStore):
                 for r in request.rollouts
             ]
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
         """Claim up to ``limit`` queued rollouts atomically, in FIFO order."""
         limit, worker_id = request.limit, request.worker_id
         claimed: list[AttemptedRollout] = []
@@ -248,7 +202,7 @@ class InMemoryLightningStore(LightningStore):
                 st.worker_found_nothing(worker_id, now)
         return claimed
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         """Start a new ``preparing`` attempt on any rollout (manual retry; ignores ``max_attempts``)."""
         st = self._state
         with self._lock:
@@ -257,11 +211,11 @@ class InMemoryLightningStore(LightningStore):
             return st.new_attempt(rec, self.clock(), request.worker_id, dequeue=False)
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """Rollouts matching the checked query, each with its latest attempt."""
         predicate = build_predicate(where)
-        wanted_ids = self._narrowing_ids(where)
+        wanted_ids = required_values(where, "rollout_id")
         st = self._state
         with self._lock:
             st.watchdog()
@@ -269,17 +223,7 @@ class InMemoryLightningStore(LightningStore):
                 where, predicate, wanted_ids, query.sort_by, query.sort_order, query.limit, query.offset
             )
 
-    @staticmethod
-    def _narrowing_ids(normalized: NormalizedFilter) -> frozenset[str] | None:
-        """Rollout ids every match must be among (from ``rollout_id_in`` under AND), else None."""
-        if normalized.aggregate != "and" and len(normalized.conditions) != 1:
-            return None
-        for cond in normalized.conditions:
-            if cond.field == "rollout_id" and cond.op == "within" and isinstance(cond.value, frozenset):
-                return cond.value
-        return None
-
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         """Attempts of one rollout, oldest first by default; empty for an unknown rollout."""
         sort_by, order = query.sort_by, query.sort_order
         st = self._state
@@ -307,7 +251,7 @@ class InMemoryLightningStore(LightningStore):
             rec = st.rollouts.get(rollout_id)
             return rec.attempts[-1] if rec is not None and rec.attempts else None
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         """Replace the given rollout fields; returns the new snapshot (a config of None: the defaults)."""
         changes = update.changes()
         st = self._state
@@ -320,7 +264,7 @@ class InMemoryLightningStore(LightningStore):
             st.store_rollout(rec, rollout)
             return rollout
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         """Replace the given attempt fields and propagate (see `LightningStore.update_attempt`)."""
         rollout_id, attempt_id = update.rollout_id, update.attempt_id
         st = self._state
@@ -392,42 +336,33 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
         """Store the new spans of the checked batch atomically; returns those inserted."""
-        batch = request.spans
         st = self._state
         with self._lock:
             targets: dict[tuple[str, str], tuple[RolloutRecord, int]] = {}
-            # each run of consecutive spans of one attempt: its target and first position
-            runs: list[tuple[tuple[RolloutRecord, int], int]] = []
-            last = None
-            for position, span in enumerate(batch):
+            for span in request.spans:  # every target first: a failed call changes nothing
                 pair = (span.rollout_id, span.attempt_id)
-                target = targets.get(pair)
-                if target is None:
+                if pair not in targets:
                     rec = st.record(span.rollout_id)
                     index = rec.attempt_index.get(span.attempt_id)
                     if index is None:
                         raise AttemptNotFoundError(span.rollout_id, span.attempt_id)
-                    target = targets[pair] = (rec, index)
-                if target is not last:
-                    runs.append((target, position))
-                    last = target
+                    targets[pair] = (rec, index)
             inserted: list[Span] = []
             touched: dict[tuple[RolloutRecord, int], None] = {}
-            for number, (target, first) in enumerate(runs):
-                end = runs[number + 1][1] if number + 1 < len(runs) else len(batch)
-                stored = st.insert_spans(target[0], target[1], batch[first:end])
-                if stored:
-                    inserted += stored
+            for span in request.spans:
+                target = targets[(span.rollout_id, span.attempt_id)]
+                stored = st.insert_span(target[0], span)
+                if stored is not None:
+                    inserted.append(stored)
                     touched[target] = None
-            if touched:
-                now = self.clock()
-                for rec, index in touched:
-                    st.heartbeat(rec, index, now)
+            now = self.clock() if touched else 0.0
+            for rec, index in touched:
+                st.heartbeat(rec, index, now)
             return inserted
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         """One sequence id per checked pair, atomically, in input order (ids are not checked to exist)."""
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
         with self._lock:
@@ -436,7 +371,7 @@ class InMemoryLightningStore(LightningStore):
             counters.update(updated)
             return issued
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """Spans of one rollout (only its own spans are read); see `LightningStore.query_spans`."""
         attempt_id = query.attempt_id
         sort_by, order = query.sort_by, query.sort_order
@@ -484,7 +419,7 @@ class InMemoryLightningStore(LightningStore):
             st.latest_resources_id = resources_id
             return update
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         """Upsert a snapshot: version 1 for a new id, else version+1 keeping ``create_time``."""
         resources_id, resources = request.resources_id, request.resources
         st = self._state
@@ -515,7 +450,7 @@ class InMemoryLightningStore(LightningStore):
             return None if latest is None else st.resources[latest]
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
         """Snapshots matching both filters (AND), insertion order unless ``sort_by`` is given."""
         predicate = build_predicate(where)
@@ -532,22 +467,22 @@ class InMemoryLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
-        """Workers matching the checked query (status filters read the status index)."""
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+        """Workers matching the checked query."""
         predicate = build_predicate(where)
-        st = self._state
         with self._lock:
-            st.watchdog()
-            return st.select_workers(
-                where, predicate, query.sort_by, query.sort_order, query.limit, query.offset
-            )
+            self._state.watchdog()
+            matched = [worker for worker in self._state.workers.values() if predicate(worker)]
+        return paginate(
+            sort_items(matched, query.sort_by, query.sort_order, Worker), query.limit, query.offset
+        )
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
         """The worker with this id, or None."""
         with self._lock:
             return self._state.workers.get(worker_id)
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         """Heartbeat: upsert the worker, stamp ``last_heartbeat_time`` and replace the stats if given."""
         st = self._state
         with self._lock:

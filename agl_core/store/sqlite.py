@@ -1,59 +1,47 @@
 """`SqliteLightningStore`: the durable, embedded, multi-process `LightningStore` (``sqlite:///path.db``).
 
-Design:
-
-- **One writer thread per store** owns the store's only SQLite connection; every call (reads
-  included) is a job on its queue, run in its own transaction, so the event loop never waits on disk
-  or on another process's lock (`agl_core.store._sqlite_executor`). Results come back through
-  ``loop.call_soon_threadsafe`` after the commit, so one store serves any number of event loops and
-  threads. A single-statement write (``enqueue_rollout``, ``get_next_span_sequence_id``,
-  ``update_worker``) runs in autocommit, where SQLite commits the statement before ``execute`` returns.
-- **Durability**: WAL journal with ``synchronous=NORMAL``. A commit appends the transaction to the WAL
-  file before it returns, so whatever a call acknowledged survives a killed process (SIGKILL, OOM);
-  NORMAL only skips the fsync, which matters for a power cut or kernel crash (the file stays
-  consistent, the last commits may be lost). ``FULL`` would add an fsync to every call for that case.
-- **Several processes** may open the same file: every write transaction starts with ``BEGIN
-  IMMEDIATE`` (waiting up to ``busy_timeout`` seconds for the lock), and every decision (queue claims,
-  statuses, attempt and span sequence ids) is read and written inside that transaction. Nothing mutable
-  is cached in memory between transactions.
-- **Schema** versioned with ``PRAGMA user_version`` and upgraded by `_sqlite_schema.MIGRATIONS` at
-  open (in one transaction); a file from a newer agl raises `SchemaVersionError`.
-- **Semantics** come from `agl_core.store.logic`, as in `InMemoryLightningStore`; filters, sorting
-  and pagination are translated to SQL with the same results (`agl_core.store._sqlite_query`).
-
-Values are stored as JSON: a rollout's ``input`` and metadata must be JSON-serializable (pydantic
-models are stored as their JSON form and read back as dicts; tuples and sets come back as lists).
-Returned spans may be shared between calls (as in the in-memory store): treat them as read-only.
+The design is described in docs/stores.md (SQLite): one writer thread per store owns the connection and
+runs every call as a job in its own transaction (``BEGIN IMMEDIATE`` for writes, so several processes
+may share a file), answered through ``loop.call_soon_threadsafe`` after the commit; WAL with
+``synchronous=NORMAL``; the schema versioned and migrated at open (`agl_core.store._sqlite_schema`).
+The transaction bodies are in `agl_core.store._sqlite_ops`; their semantics come from
+`agl_core.store.logic`, as in `InMemoryLightningStore` (filters, sorting and pagination translated to
+SQL by `agl_core.store._sqlite_query`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import queue
+import sqlite3
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-from agl_core.store import _sqlite_reads as reads
-from agl_core.store import _sqlite_resources as resources_ops
-from agl_core.store import _sqlite_spans as spans_ops
+from agl_core.store import _sqlite_ops as ops_
 from agl_core.store import logic
 from agl_core.store._sqlite_codec import config_columns, dump_json, dump_resources, metadata_json
-from agl_core.store._sqlite_executor import READ, READ_TX, WRITE, WRITE_ONE, SqliteExecutor
-from agl_core.store._sqlite_ops import NewRollout, SqliteOps
-from agl_core.store._sqlite_schema import SchemaVersionError, open_connection
+from agl_core.store._sqlite_ops import DeferredError, NewRollout, SqliteOps
+from agl_core.store._sqlite_schema import SchemaVersionError, corrupt_error, is_corruption, open_connection
 from agl_core.store.base import (
     UNSET,
     LightningStore,
     LightningStoreCapabilities,
     LightningStoreStatistics,
 )
-from agl_core.store.errors import InvalidRequestError, StoreOpenError
-from agl_core.store.logic import (
-    check_rollout_ids,
-    check_timeout,
+from agl_core.store.errors import (
+    InvalidRequestError,
+    StoreClosedError,
+    StoreCorruptError,
+    StoreError,
+    StoreOpenError,
 )
+from agl_core.store.logic import check_rollout_ids, check_timeout
 from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.store.logic.waiters import WaiterRegistry, poll_finished_rollouts
 from agl_core.types import (
@@ -67,23 +55,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 
 __all__ = ["SchemaVersionError", "SqliteLightningStore"]
 
@@ -123,7 +95,7 @@ def _after_commit(ops: SqliteOps, waiters: WaiterRegistry) -> Callable[[], None]
 class SqliteLightningStore(LightningStore):
     """A `LightningStore` in one SQLite file: durable, shareable by several processes, never blocking.
 
-    See the module docstring for the design (store thread, group commit, WAL durability, multi-process
+    See the module docstring for the design (store thread, WAL durability, multi-process
     transactions, schema migrations). Every semantic rule is the contract's (`LightningStore`). The
     constructor opens the file (and migrates it when needed) before it returns, so a bad path or a
     file from a newer agl fails at once; use ``async with`` or `close()` to stop the store's thread.
@@ -188,7 +160,7 @@ class SqliteLightningStore(LightningStore):
             ops.db = conn.cursor()
             return conn
 
-        self._executor = SqliteExecutor(
+        self._executor = _Executor(
             connect,
             path=path,
             on_commit=_after_commit(ops, self._waiters),
@@ -227,21 +199,16 @@ class SqliteLightningStore(LightningStore):
         )
 
     def _call(
-        self, fn: Callable[..., _T], args: tuple[Any, ...], mode: int, guarded: bool = False
+        self, fn: Callable[..., _T], *args: Any, write: bool = False, guarded: bool = False
     ) -> Awaitable[_T]:
-        """Run ``fn(*args)`` through the executor (after a watchdog scan if `guarded` and one is due).
-
-        Returns what to await at once (a plain function, not a coroutine: no extra frame per call).
-        """
+        """Run ``fn(*args)`` on the store's thread (after a watchdog scan if `guarded` and one is due)."""
         if guarded and self._watchdog_due():
-            return self._executor.submit(self._ops.guarded, (fn, args), WRITE)
-        return self._executor.submit(fn, args, mode)
+            return self._executor.submit(self._ops.guarded, (fn, args), True)
+        return self._executor.submit(fn, args, write)
 
     async def statistics(self) -> LightningStoreStatistics:
         """Counts, uptime and ``database_bytes`` (pages in use times page size)."""
-        rollouts, attempts, spans, resources, workers, size = await self._call(
-            reads.counts, (self._ops,), READ
-        )
+        rollouts, attempts, spans, resources, workers, size = await self._call(ops_.counts, self._ops)
         return LightningStoreStatistics(
             name=type(self).__name__,
             total_rollouts=rollouts,
@@ -266,91 +233,55 @@ class SqliteLightningStore(LightningStore):
             metadata_json("metadata", r.metadata),
         )
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
-        """See `LightningStore.start_rollout`."""
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         item = self._new_rollout(request.rollout)
-        return await self._call(self._ops.start_rollout, (item, request.worker_id), WRITE, guarded=True)
+        return await self._call(self._ops.start_rollout, item, request.worker_id, write=True, guarded=True)
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
-        """Enqueue all rollouts atomically (one transaction), keeping their order."""
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         items = [self._new_rollout(r) for r in request.rollouts]
-        mode = WRITE_ONE if len(items) == 1 else WRITE
-        return await self._call(self._ops.enqueue, (items,), mode, guarded=True)
+        return await self._call(self._ops.enqueue, items, write=True, guarded=True)
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
-        """Claim up to `limit` rollouts in one transaction (see `LightningStore.dequeue_many_rollouts`)."""
-        return await self._call(self._ops.dequeue, (request.limit, request.worker_id), WRITE, guarded=True)
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
+        return await self._call(self._ops.dequeue, request.limit, request.worker_id, write=True, guarded=True)
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
-        """See `LightningStore.start_attempt`."""
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         args = (request.rollout_id, request.worker_id)
-        return await self._call(self._ops.start_attempt, args, WRITE, guarded=True)
+        return await self._call(self._ops.start_attempt, *args, write=True, guarded=True)
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
-        """See `LightningStore.query_rollouts`."""
-        limit, offset = query.limit, query.offset
-        args = (where, query.sort_by, query.sort_order, limit, offset)
-        return await self._call(
-            reads.query_rollouts, (self._ops, *args), _read_mode(limit, offset), guarded=True
-        )
+        args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._call(ops_.query_rollouts, self._ops, *args, guarded=True)
 
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
-        """See `LightningStore.query_attempts`."""
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         args = (query.rollout_id, query.sort_by, query.sort_order, query.limit, query.offset)
-        return await self._call(
-            reads.query_attempts, (self._ops, *args), _read_mode(query.limit, query.offset), guarded=True
-        )
+        return await self._call(ops_.query_attempts, self._ops, *args, guarded=True)
 
     async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
-        """See `LightningStore.get_rollout_by_id`."""
-        return await self._call(
-            reads.get_rollout,
-            (
-                self._ops,
-                rollout_id,
-            ),
-            READ,
-            guarded=True,
-        )
+        return await self._call(ops_.get_rollout, self._ops, rollout_id, guarded=True)
 
     async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
-        """See `LightningStore.get_latest_attempt`."""
-        return await self._call(
-            reads.get_latest_attempt,
-            (
-                self._ops,
-                rollout_id,
-            ),
-            READ,
-            guarded=True,
-        )
+        return await self._call(ops_.get_latest_attempt, self._ops, rollout_id, guarded=True)
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
-        """See `LightningStore.update_rollout`."""
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         changes = logic.encode_rollout_update(
             update,
             encode_input=_encode_input,
             encode_config=_config_changes,
             encode_metadata=_encode_metadata,
         )
-        args = (update.rollout_id, changes)
-        return await self._call(self._ops.update_rollout, args, WRITE, guarded=True)
+        return await self._call(
+            self._ops.update_rollout, update.rollout_id, changes, write=True, guarded=True
+        )
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
-        """See `LightningStore.update_attempt`."""
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         metadata = update.metadata
         encoded = UNSET if metadata is UNSET else metadata_json("metadata", metadata)
-        args = (
-            update.rollout_id,
-            update.attempt_id,
-            update.status,
-            update.worker_id,
-            update.last_heartbeat_time,
-            encoded,
+        args = (update.rollout_id, update.attempt_id, update.status, update.worker_id)
+        return await self._call(
+            self._ops.update_attempt, *args, update.last_heartbeat_time, encoded, write=True, guarded=True
         )
-        return await self._call(self._ops.update_attempt, args, WRITE, guarded=True)
 
     async def wait_for_rollouts(
         self, *, rollout_ids: list[str], timeout: float | None = None
@@ -363,11 +294,11 @@ class SqliteLightningStore(LightningStore):
         ids = check_rollout_ids(rollout_ids)
 
         async def read(batch: Sequence[str]) -> dict[str, Rollout]:
-            return await self._call(reads.rollouts_by_ids, (self._ops, batch), READ, guarded=True)
+            return await self._call(ops_.rollouts_by_ids, self._ops, batch, guarded=True)
 
         async def check_open() -> None:
             if self._executor.closed:
-                await self._call(reads.counts, (self._ops,), READ)  # raises StoreClosedError
+                await self._call(ops_.counts, self._ops)  # raises StoreClosedError
 
         return await poll_finished_rollouts(
             self._waiters, ids, check_timeout(timeout), read, before_pause=check_open
@@ -375,87 +306,53 @@ class SqliteLightningStore(LightningStore):
 
     # ------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
-        """Insert the checked batch in one transaction (duplicates skipped)."""
-        return await self._call(spans_ops.add_spans, (self._ops, request.spans, _span_json), WRITE)
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
+        return await self._call(ops_.add_spans, self._ops, request.spans, _span_json, write=True)
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
-        """Issue one sequence id per pair in one transaction (see `LightningStore`)."""
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         rollout_ids = [rollout_id for rollout_id, _ in request.pairs]
-        return await self._call(spans_ops.sequence_ids, (self._ops, rollout_ids), WRITE)
+        return await self._call(ops_.sequence_ids, self._ops, rollout_ids, write=True)
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
-        """See `LightningStore.query_spans`."""
-        rollout_id, attempt_id = query.rollout_id, query.attempt_id
-        limit, offset = query.limit, query.offset
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+        attempt_id = query.attempt_id
         normalized = logic.with_attempt(where, None if attempt_id == "latest" else attempt_id)
-        args = (
-            self._ops,
-            rollout_id,
-            attempt_id,
-            normalized,
-            query.sort_by,
-            query.sort_order,
-            limit,
-            offset,
-        )
-        mode = READ_TX if attempt_id == "latest" else _read_mode(limit, offset)
-        return await self._call(spans_ops.query_spans, args, mode, guarded=True)
+        args = (query.rollout_id, attempt_id, normalized, query.sort_by, query.sort_order)
+        return await self._call(ops_.query_spans, self._ops, *args, query.limit, query.offset, guarded=True)
 
     # ------------------------------------------------------------------ resources
 
     async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
-        """See `LightningStore.add_resources`."""
-        encoded = dump_resources(resources)
-        return await self._call(resources_ops.add_resources, (self._ops, encoded), WRITE)
+        return await self._call(ops_.add_resources, self._ops, dump_resources(resources), write=True)
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
-        """See `LightningStore.update_resources`."""
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         args = (self._ops, request.resources_id, dump_resources(request.resources))
-        return await self._call(resources_ops.update_resources, args, WRITE, guarded=True)
+        return await self._call(ops_.update_resources, *args, write=True, guarded=True)
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
-        """See `LightningStore.get_resources_by_id`."""
-        return await self._call(resources_ops.get_resources, (self._ops, resources_id), READ)
+        return await self._call(ops_.get_resources, self._ops, resources_id)
 
     async def _get_latest_resources(self) -> ResourcesUpdate | None:
-        """See `LightningStore.get_latest_resources`."""
-        return await self._call(resources_ops.get_latest_resources, (self._ops,), READ)
+        return await self._call(ops_.get_latest_resources, self._ops)
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
-        """See `LightningStore.query_resources`."""
-        limit, offset = query.limit, query.offset
-        args = (self._ops, where, query.sort_by, query.sort_order, limit, offset)
-        return await self._call(resources_ops.query_resources, args, _read_mode(limit, offset))
+        args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._call(ops_.query_resources, self._ops, *args)
 
     # ------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
-        """See `LightningStore.query_workers`."""
-        limit, offset = query.limit, query.offset
-        args = (where, query.sort_by, query.sort_order, limit, offset)
-        return await self._call(
-            reads.query_workers, (self._ops, *args), _read_mode(limit, offset), guarded=True
-        )
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+        args = (where, query.sort_by, query.sort_order, query.limit, query.offset)
+        return await self._call(ops_.query_workers, self._ops, *args, guarded=True)
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
-        """See `LightningStore.get_worker_by_id`."""
-        return await self._call(
-            reads.get_worker,
-            (
-                self._ops,
-                worker_id,
-            ),
-            READ,
-        )
+        return await self._call(ops_.get_worker, self._ops, worker_id)
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
-        """See `LightningStore.update_worker`."""
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         if request.heartbeat_stats is not UNSET:
             dump_json("heartbeat_stats", request.heartbeat_stats)
-        return await self._call(self._heartbeat, (request.worker_id, request.heartbeat_stats), WRITE_ONE)
+        return await self._call(self._heartbeat, request.worker_id, request.heartbeat_stats, write=True)
 
     def _heartbeat(self, worker_id: str, heartbeat_stats: Any) -> Worker:
         updates = logic.worker_updates_for_heartbeat(self.clock(), heartbeat_stats)
@@ -483,6 +380,153 @@ def _encode_metadata(value: Any) -> str | None:
     return metadata_json("metadata", value)
 
 
-def _read_mode(limit: int, offset: int) -> int:
-    """A query is one SELECT unless it may need a COUNT too (then both must see one snapshot)."""
-    return READ if limit == -1 and offset == 0 else READ_TX
+# ---------------------------------------------------------------------------------- the store's thread
+
+_STOP = object()
+
+
+def _translate(error: BaseException, path: str) -> BaseException:
+    """Turn a lock timeout into an actionable store error; leave other errors alone."""
+    if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+        translated = StoreError(
+            f"The SQLite store {path} stayed locked by another connection for longer than the busy "
+            "timeout. Raise busy_timeout or reduce the number of processes writing to this file."
+        )
+        translated.__cause__ = error
+        return translated
+    return error
+
+
+class _Executor:
+    """One thread that owns the SQLite connection and runs queued ``fn(*args)`` jobs one at a time, each
+    in its own transaction; callers on any event loop await an asyncio future, settled after the commit.
+
+    Args:
+        connect: Opens the connection; runs on the thread. Its exception is re-raised by the constructor.
+        path: For error messages.
+        on_commit: Called after every successful write commit (e.g. to wake waiters).
+    """
+
+    def __init__(
+        self, connect: Callable[[], sqlite3.Connection], *, path: str, on_commit: Callable[[], None]
+    ) -> None:
+        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # guards closed against a job queued after the stop
+        self.closed = False
+        """True once `close` (or `request_stop`) was called."""
+        self._path = path
+        self._on_commit = on_commit
+        self._startup_error: BaseException | None = None
+        self.corrupt: StoreCorruptError | None = None
+        """Set once a call found the database file damaged; every later call raises it."""
+        self._exited = threading.Event()
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._main, args=(connect, ready), name=f"agl-sqlite:{path}", daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+        if self._startup_error is not None:
+            error, self._startup_error = self._startup_error, None
+            raise error
+
+    def submit(self, fn: Callable[..., _T], args: tuple[Any, ...], write: bool) -> asyncio.Future[_T]:
+        """Queue ``fn(*args)``; await the returned future for the result, which comes after the commit."""
+        if self.corrupt is not None:
+            raise self.corrupt
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            if self.closed:
+                raise StoreClosedError("The SQLite store is closed; open a new SqliteLightningStore.")
+            self._queue.put((fn, args, write, future))
+        return future
+
+    async def close(self) -> None:
+        """Finish every job queued so far, close the connection and stop the thread."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        with self._lock:
+            already, self.closed = self.closed, True
+            if not already:
+                self._queue.put((_STOP, (), False, future))
+        if not already:
+            await future
+        elif not self._exited.is_set():  # another caller is closing: wait for the thread to finish
+            await asyncio.to_thread(self._exited.wait)
+
+    def request_stop(self) -> None:
+        """Ask the thread to stop after the queued jobs, without waiting (finalizers, sync code)."""
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                self._queue.put((_STOP, (), False, None))
+
+    def _main(self, connect: Callable[[], sqlite3.Connection], ready: threading.Event) -> None:
+        try:
+            conn = connect()
+        except BaseException as exc:
+            self._startup_error = exc
+            self.closed = True
+            self._exited.set()
+            ready.set()
+            return
+        ready.set()
+        while True:
+            fn, args, write, future = self._queue.get()
+            if fn is _STOP:
+                break
+            ok, value = self._run(conn, fn, args, write)
+            _deliver(future, ok, value)
+        try:
+            conn.close()
+        finally:
+            self._exited.set()
+            _deliver(future, True, None)
+
+    def _run(
+        self, conn: sqlite3.Connection, fn: Callable[..., Any], args: tuple[Any, ...], write: bool
+    ) -> Any:
+        """Run one job in its own transaction: ``(True, result)`` or ``(False, error)``."""
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            try:
+                result = fn(*args)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+        except Exception as exc:
+            return False, self._note_corruption(_translate(exc, self._path))
+        if write:
+            with contextlib.suppress(Exception):  # a failed notification must not lose results
+                self._on_commit()
+        if result.__class__ is DeferredError:
+            return False, result.error
+        return True, result
+
+    def _note_corruption(self, error: BaseException) -> BaseException:
+        """A damaged file: remember it, so every later call is refused instead of half-working."""
+        if not is_corruption(error):
+            return error
+        if self.corrupt is None:
+            self.corrupt = corrupt_error(self._path, str(error))
+            self.corrupt.__cause__ = error
+        return self.corrupt
+
+
+def _deliver(future: asyncio.Future[Any] | None, ok: bool, value: Any) -> None:
+    """Settle `future` on its own loop (skipped when the caller gave up or its loop is closed)."""
+    if future is None:
+        return
+
+    def settle() -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody waits any more
+        future.get_loop().call_soon_threadsafe(settle)

@@ -543,7 +543,6 @@ async def test_wait_for_rollouts_sees_a_finish_by_another_connection(db_path: Pa
 
 def test_hot_queries_use_their_indexes(tmp_path: Path) -> None:
     from agl_core.store import _sqlite_ops as ops
-    from agl_core.store import _sqlite_spans as spans
 
     conn = schema.open_connection(str(tmp_path / "plan.db"), busy_timeout=1)
     try:
@@ -556,8 +555,8 @@ def test_hot_queries_use_their_indexes(tmp_path: Path) -> None:
         assert "SCAN" not in plan(ops._UNHEALTHY_CANDIDATES, (1.0,))
         rollout_spans = "SELECT data FROM spans WHERE rollout_id = ? ORDER BY sequence_id, ord"
         assert "USING INDEX spans_by_sequence (rollout_id=?)" in plan(rollout_spans, ("ro-1",))
-        assert "spans_by_sequence (rollout_id=?)" in plan(spans._CURRENT_COUNTER, ("ro-1",))
-        assert "PRIMARY KEY (rollout_id=? AND attempt_id=?)" in plan(spans._TOUCH_ATTEMPT, (1.0, "r", "a"))
+        assert "spans_by_sequence (rollout_id=?)" in plan(ops._CURRENT_COUNTER, ("ro-1",))
+        assert "PRIMARY KEY (rollout_id=? AND attempt_id=?)" in plan(ops._TOUCH_ATTEMPT, (1.0, "r", "a"))
         assert "(rollout_id=?)" in plan(ops._GIVEN_ATTEMPT_FOR_UPDATE, ("at-1", "ro-1"))
     finally:
         conn.close()
@@ -713,9 +712,7 @@ async def test_unfiltered_totals_read_the_kept_row_counts(
 
 
 def test_every_sortable_field_maps_to_a_column() -> None:
-    from agl_core.store._sqlite_reads import ATTEMPT_SQL, ROLLOUT_SQL, WORKER_SQL
-    from agl_core.store._sqlite_resources import RESOURCES_SQL
-    from agl_core.store._sqlite_spans import SPAN_SQL
+    from agl_core.store._sqlite_ops import ATTEMPT_SQL, RESOURCES_SQL, ROLLOUT_SQL, SPAN_SQL, WORKER_SQL
     from agl_core.store.logic import sortable_fields
     from agl_core.types import Attempt, ResourcesUpdate, Rollout, Worker
 

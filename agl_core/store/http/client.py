@@ -1,28 +1,9 @@
 """`LightningStoreClient`: the `LightningStore` contract over HTTP, talking to `agl store serve`.
 
-Open it with ``open_store("http://host:port")`` or construct it directly. It is a full store: every
-method maps to one request (the bulk methods to one batch request), errors come back as the same typed
-exceptions the local store raises, and it may be used from many tasks, threads and event loops at once
-(one `aiohttp.ClientSession` per event loop).
-
-**Retries.** Connection errors, timeouts and HTTP 502/503/504 are retried with exponential backoff and
-jitter until ``retries`` or ``retry_timeout`` runs out, then `StoreUnavailableError` names the URL. A
-500 (a server fault) is retried at most twice. 4xx answers are the caller's mistake and are raised at
-once as typed errors. Mutating requests carry an ``Idempotency-Key`` that stays the same across
-retries, so a retry after a lost answer replays the first answer instead of enqueueing, dequeueing or
-issuing ids twice (within one server lifetime; spans are deduplicated by id in any case).
-
-**Network.** ``https://`` servers are verified against ``ca_bundle`` (else the system CAs), with an
-optional client certificate for mutual TLS. Forward proxies come from ``proxy`` or, with
-``trust_env``, from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (aiohttp reads them); loopback
-servers are always reached directly.
-
-Differences from Agent Lightning 0.3 (quirk 1 and 4 in docs/migrating-from-agent-lightning.md):
-``wait_for_rollouts`` accepts
-any timeout (the server long-polls, the client loops until the deadline); ``add_many_spans`` and
-``get_many_span_sequence_ids`` are one request each, not one per item; 4xx answers are never retried;
-``dequeue_*`` and the ``get_*`` methods raise on a failure instead of returning None or ``[]``, so an
-outage is not mistaken for an empty queue.
+Open it with ``open_store("http://host:port")`` or construct it directly. Every method is one request
+(the bulk methods one batch request), driven by the route table (`agl_core.store.http.routes`); errors
+come back as the typed exceptions the local store raises. Retries, idempotency keys, TLS, proxies and
+the differences from Agent Lightning 0.3 are described in docs/store-http.md (Client behaviour).
 """
 
 from __future__ import annotations
@@ -61,6 +42,7 @@ from agl_core.store.logic.filters import NormalizedFilter
 from agl_core.types import (
     Attempt,
     AttemptedRollout,
+    EnqueueRolloutRequest,
     NamedResources,
     PaginatedResult,
     ResourcesUpdate,
@@ -68,23 +50,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
-from agl_core.types.queries import (
-    AddSpans,
-    AttemptQuery,
-    AttemptUpdate,
-    DequeueRollouts,
-    EnqueueRollouts,
-    ResourcesQuery,
-    RolloutQuery,
-    RolloutUpdate,
-    SpanQuery,
-    SpanSequenceIds,
-    StartAttempt,
-    StartRollout,
-    UpdateResources,
-    WorkerHeartbeat,
-    WorkerQuery,
-)
+from agl_core.types import queries as q
 from agl_core.types.tracer import STORED_SPAN_CONTEXT
 
 __all__ = ["LightningStoreClient"]
@@ -100,6 +66,13 @@ CLIENT_CERT_ENV = "AGL_STORE_CLIENT_CERT"
 """Environment variable naming the PEM client certificate (optionally with its key) for mutual TLS."""
 CLIENT_KEY_ENV = "AGL_STORE_CLIENT_KEY"
 """Environment variable naming the PEM private key of the client certificate, when in a separate file."""
+
+
+_PICKLED = (
+    *("token", "timeout", "retries", "retry_timeout", "backoff", "max_poll_seconds", "connection_limit"),
+    *("ca_bundle", "client_cert", "client_key", "proxy", "trust_env", "cache_span_pages"),
+)
+"""The constructor arguments a pickled client keeps (besides ``url``)."""
 
 
 class _Answer(NamedTuple):
@@ -244,22 +217,7 @@ class LightningStoreClient(LightningStore):
         return cls(uri, **kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "token": self.token,
-            "timeout": self.timeout,
-            "retries": self.retries,
-            "retry_timeout": self.retry_timeout,
-            "backoff": self.backoff,
-            "max_poll_seconds": self.max_poll_seconds,
-            "connection_limit": self.connection_limit,
-            "ca_bundle": self.ca_bundle,
-            "client_cert": self.client_cert,
-            "client_key": self.client_key,
-            "proxy": self.proxy,
-            "trust_env": self.trust_env,
-            "cache_span_pages": self.cache_span_pages,
-        }
+        return {"url": self.url, **{name: getattr(self, name) for name in _PICKLED}}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         url = state.pop("url")
@@ -444,34 +402,14 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ rollouts
 
-    async def _start_rollout(self, request: StartRollout) -> AttemptedRollout:
+    async def _start_rollout(self, request: q.StartRollout) -> AttemptedRollout:
         """``POST /v1/agl/rollouts`` with the checked rollout."""
-        r = request.rollout
-        payload = {
-            "input": r.input,
-            "mode": r.mode,
-            "resources_id": r.resources_id,
-            "config": r.config,
-            "metadata": r.metadata,
-            "worker_id": request.worker_id,
-        }
-        _check_values(payload)
+        payload = {**_rollout_payload(request.rollout), "worker_id": request.worker_id}
         return await self._request("start_rollout", payload)  # type: ignore[no-any-return]
 
-    async def _enqueue_rollouts(self, request: EnqueueRollouts) -> Sequence[Rollout]:
+    async def _enqueue_rollouts(self, request: q.EnqueueRollouts) -> Sequence[Rollout]:
         """``POST /v1/agl/queues/rollouts/enqueue`` with the checked rollouts (one request)."""
-        items = [
-            {
-                "input": r.input,
-                "mode": r.mode,
-                "resources_id": r.resources_id,
-                "config": r.config,
-                "metadata": r.metadata,
-            }
-            for r in request.rollouts
-        ]
-        for item in items:
-            _check_values(item)
+        items = [_rollout_payload(r) for r in request.rollouts]
         result = await self._request("enqueue_rollouts", {"rollouts": items})
         if len(result) != len(items):
             raise StoreServerError(
@@ -479,12 +417,12 @@ class LightningStoreClient(LightningStore):
             )
         return result  # type: ignore[no-any-return]
 
-    async def _dequeue_rollouts(self, request: DequeueRollouts) -> Sequence[AttemptedRollout]:
+    async def _dequeue_rollouts(self, request: q.DequeueRollouts) -> Sequence[AttemptedRollout]:
         """``POST /v1/agl/queues/rollouts/dequeue``."""
         payload = {"limit": request.limit, "worker_id": request.worker_id}
         return await self._request("dequeue_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def _start_attempt(self, request: StartAttempt) -> AttemptedRollout:
+    async def _start_attempt(self, request: q.StartAttempt) -> AttemptedRollout:
         """``POST /v1/agl/rollouts/{id}/attempts``."""
         rollout_id = request.rollout_id
         if rollout_id == "":
@@ -493,7 +431,7 @@ class LightningStoreClient(LightningStore):
         return await self._request("start_attempt", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _query_rollouts(
-        self, query: RolloutQuery, where: NormalizedFilter
+        self, query: q.RolloutQuery, where: NormalizedFilter
     ) -> PaginatedResult[Rollout | AttemptedRollout]:
         """``POST /v1/agl/rollouts/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
@@ -502,7 +440,7 @@ class LightningStoreClient(LightningStore):
             payload["mode_in"] = _listify(query.mode_in)
         return await self._request("query_rollouts", payload)  # type: ignore[no-any-return]
 
-    async def _query_attempts(self, query: AttemptQuery) -> PaginatedResult[Attempt]:
+    async def _query_attempts(self, query: q.AttemptQuery) -> PaginatedResult[Attempt]:
         """``POST /v1/agl/rollouts/{id}/attempts/search`` with the checked query."""
         rollout_id, limit, offset = query.rollout_id, query.limit, query.offset
         if rollout_id == "":
@@ -511,24 +449,22 @@ class LightningStoreClient(LightningStore):
         return await self._request("query_attempts", payload, rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _get_rollout(self, rollout_id: str) -> Rollout | AttemptedRollout | None:
-        """See `LightningStore.get_rollout_by_id`."""
         if rollout_id == "":
             return None
         return await self._request("get_rollout", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
     async def _get_latest_attempt(self, rollout_id: str) -> Attempt | None:
-        """See `LightningStore.get_latest_attempt`."""
         if rollout_id == "":
             return None
         return await self._request("latest_attempt", rollout_id=rollout_id)  # type: ignore[no-any-return]
 
-    async def _apply_rollout_update(self, update: RolloutUpdate) -> Rollout:
+    async def _apply_rollout_update(self, update: q.RolloutUpdate) -> Rollout:
         """``POST /v1/agl/rollouts/{rollout_id}`` with only the fields that are not `UNSET`."""
         if update.rollout_id == "":
             raise RolloutNotFoundError(update.rollout_id)
         return await self._request("update_rollout", update.changes(), rollout_id=update.rollout_id)  # type: ignore[no-any-return]
 
-    async def _apply_attempt_update(self, update: AttemptUpdate) -> Attempt:
+    async def _apply_attempt_update(self, update: q.AttemptUpdate) -> Attempt:
         """``POST /v1/agl/rollouts/{rollout_id}/attempts/{attempt_id}`` with the fields not `UNSET`."""
         rollout_id, attempt_id = update.rollout_id, update.attempt_id
         if rollout_id == "":
@@ -583,7 +519,7 @@ class LightningStoreClient(LightningStore):
 
     # ------------------------------------------------------------------------------ spans
 
-    async def _insert_spans(self, request: AddSpans) -> Sequence[Span]:
+    async def _insert_spans(self, request: q.AddSpans) -> Sequence[Span]:
         """``POST /v1/agl/spans`` for one span, ``/spans/batch`` for several (the server answers which
         spans were new)."""
         batch = list(request.spans)
@@ -613,60 +549,53 @@ class LightningStoreClient(LightningStore):
                     return found
         return stored
 
-    async def _issue_sequence_ids(self, request: SpanSequenceIds) -> Sequence[int]:
+    async def _issue_sequence_ids(self, request: q.SpanSequenceIds) -> Sequence[int]:
         """``POST /v1/agl/spans/sequence-ids``."""
         pairs = [list(pair) for pair in request.pairs]
         answer = await self._request("sequence_ids", {"rollout_attempt_ids": pairs})
         return list(answer.sequence_ids)
 
-    async def _query_spans(self, query: SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
+    async def _query_spans(self, query: q.SpanQuery, where: NormalizedFilter) -> PaginatedResult[Span]:
         """``POST /v1/agl/spans/search`` with the checked query."""
         return await self._request("query_spans", query)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ resources
 
     async def _add_resources(self, resources: NamedResources) -> ResourcesUpdate:
-        """See `LightningStore.add_resources`."""
         return await self._request("add_resources", _resources_payload(resources))  # type: ignore[no-any-return]
 
-    async def _update_resources(self, request: UpdateResources) -> ResourcesUpdate:
-        """See `LightningStore.update_resources` (an upsert)."""
+    async def _update_resources(self, request: q.UpdateResources) -> ResourcesUpdate:
         return await self._request(  # type: ignore[no-any-return]
             "update_resources", _resources_payload(request.resources), resources_id=request.resources_id
         )
 
     async def _get_resources(self, resources_id: str) -> ResourcesUpdate | None:
-        """See `LightningStore.get_resources_by_id`."""
         if resources_id == "":
             return None
         return await self._request("get_resources", resources_id=resources_id)  # type: ignore[no-any-return]
 
     async def _get_latest_resources(self) -> ResourcesUpdate | None:
-        """See `LightningStore.get_latest_resources`."""
         return await self._request("latest_resources")  # type: ignore[no-any-return]
 
     async def _query_resources(
-        self, query: ResourcesQuery, where: NormalizedFilter
+        self, query: q.ResourcesQuery, where: NormalizedFilter
     ) -> PaginatedResult[ResourcesUpdate]:
-        """See `LightningStore.query_resources`."""
         params = _params(**query.keywords())
         return await self._request("query_resources", params=params)  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------ workers
 
-    async def _query_workers(self, query: WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
+    async def _query_workers(self, query: q.WorkerQuery, where: NormalizedFilter) -> PaginatedResult[Worker]:
         """``POST /v1/agl/workers/search`` with the checked query."""
         payload = {**query.keywords(), "status_in": _listify(query.status_in)}
         return await self._request("query_workers", payload)  # type: ignore[no-any-return]
 
     async def _get_worker(self, worker_id: str) -> Worker | None:
-        """See `LightningStore.get_worker_by_id`."""
         if worker_id == "":
             return None
         return await self._request("get_worker", worker_id=worker_id)  # type: ignore[no-any-return]
 
-    async def _update_worker(self, request: WorkerHeartbeat) -> Worker:
-        """See `LightningStore.update_worker`."""
+    async def _update_worker(self, request: q.WorkerHeartbeat) -> Worker:
         stats = request.heartbeat_stats
         payload = {} if stats is UNSET else {"heartbeat_stats": stats}
         return await self._request("update_worker", payload, worker_id=request.worker_id)  # type: ignore[no-any-return]
@@ -675,11 +604,17 @@ class LightningStoreClient(LightningStore):
 # ---------------------------------------------------------------------------------- helpers
 
 
-def _check_values(fields: dict[str, Any]) -> None:
-    """The same JSON-value checks (depth, NaN) the other stores apply, before anything is sent."""
-    for name in ("input", "metadata", "heartbeat_stats"):
-        if name in fields:
-            logic.check_json_value(name, fields[name])
+def _rollout_payload(r: EnqueueRolloutRequest) -> dict[str, Any]:
+    """A checked rollout's JSON fields, after the JSON-value checks (depth, NaN) the other stores apply."""
+    logic.check_json_value("input", r.input)
+    logic.check_json_value("metadata", r.metadata)
+    return {
+        "input": r.input,
+        "mode": r.mode,
+        "resources_id": r.resources_id,
+        "config": r.config,
+        "metadata": r.metadata,
+    }
 
 
 def _json_or_none(raw: bytes) -> Any:

@@ -102,24 +102,8 @@ def check_span_query(query: SpanQuery) -> NormalizedFilter:
     The attempt is left out (it may be ``"latest"``, which only the backend can resolve; see
     `with_attempt`).
     """
-    rollout_id = check_id("rollout_id", query.rollout_id)
+    check_id("rollout_id", query.rollout_id)
     check_optional_str("attempt_id", query.attempt_id)
-    if (
-        query.sort_by == "sequence_id"
-        and query.sort_order == "asc"
-        and query.limit == -1
-        and query.offset == 0
-        and (query.filter_logic == "and" or query.filter_logic == "or")
-        and query.trace_id is None
-        and query.trace_id_contains is None
-        and query.span_id is None
-        and query.span_id_contains is None
-        and query.parent_id is None
-        and query.parent_id_contains is None
-        and query.name is None
-        and query.name_contains is None
-    ):  # the hot call (every span of a rollout or attempt, in order): nothing else to check
-        return NormalizedFilter((), (FilterCondition("rollout_id", "exact", rollout_id),), query.filter_logic)
     where = span_query_filter(
         query.rollout_id,
         None,
@@ -225,10 +209,8 @@ def encode_rollout_update(
 
 def check_attempt_update(update: AttemptUpdate) -> AttemptUpdate:
     """Check an `AttemptUpdate`; return it with its values validated and its metadata copied."""
-    rid, aid = update.rollout_id, update.attempt_id
-    if rid.__class__ is not str or aid.__class__ is not str or "\x00" in rid or "\x00" in aid:
-        check_id("rollout_id", update.rollout_id)
-        check_id("attempt_id", update.attempt_id)
+    check_id("rollout_id", update.rollout_id)
+    check_id("attempt_id", update.attempt_id)
     status, worker_id, heartbeat, metadata = (
         update.status,
         update.worker_id,

@@ -37,7 +37,7 @@ def _exporter_class() -> Any:
         "agl_legacy.otlp.LightningStoreOTLPExporter",
         "opentelemetry-exporter-otlp-proto-http",
     )
-    from agl_core.store.http.otlp_exporter import LightningStoreOTLPExporter
+    from agl_legacy._otlp_exporter import LightningStoreOTLPExporter
 
     return LightningStoreOTLPExporter
 
