@@ -22,11 +22,15 @@ help:
 	@echo "make lint   - ruff lint + format check + mypy type check"
 	@echo "make bench  - run the benchmarks (JSON output)"
 
-$(VENV)/.installed: pyproject.toml
+# agl's test kit (plugins/agl-testing: conformance suite, fake model servers, fixtures) is its own
+# distribution; every venv whose tests use it installs it from the repository next to agl-core.
+TESTING := plugins/agl-testing
+
+$(VENV)/.installed: pyproject.toml $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade 'pip>=25.1'
 	# dev tools (ruff, hatchling, twine) come from the `dev` dependency group (PEP 735; pip >= 25.1)
-	$(PY) -m pip install -q -e '.[test]' --group dev
+	$(PY) -m pip install -q -e '.[test]' -e $(TESTING) --group dev
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -45,7 +49,7 @@ test: venv test-core test-plugins test-wheels test-demo test-dashboard test-agen
 test-core: venv
 	$(PY) -m pytest -q
 
-# The first hour from wheels (issue 39): every distribution built, agl-core[testing] and the light plugins
+# The first hour from wheels (issue 39): every distribution built, agl-core, agl-testing and the light plugins
 # installed from those wheels into a fresh venv outside the repository, `agl plugins list/check` and the
 # getting-started and writing-a-plugin pages run there. A few minutes (dependencies come from the index).
 .PHONY: test-wheels
@@ -57,25 +61,25 @@ test-wheels: venv
 # through the LLM proxy to the fake model; the npm ones are skipped without npm.
 # Both CLIs speak Responses/Messages, so their venv has the agl-proxy-translate plugin. It is a venv of
 # its own: test-plugins prunes the plugin's venv (PRUNE_VENVS=1) in the same make run.
-.venv-harnesses/.installed: pyproject.toml plugins/agl-proxy-translate/pyproject.toml
+.venv-harnesses/.installed: pyproject.toml plugins/agl-proxy-translate/pyproject.toml $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-harnesses
 	.venv-harnesses/bin/python -m pip install -q --upgrade pip
-	.venv-harnesses/bin/python -m pip install -q -e . -e 'plugins/agl-proxy-translate[test]'
+	.venv-harnesses/bin/python -m pip install -q -e . -e $(TESTING) -e 'plugins/agl-proxy-translate[test]'
 	@touch $@
 
 test-harnesses: .venv-harnesses/.installed
 	.venv-harnesses/bin/python -m pytest -q examples/programs/clis
 	$(call prune_venv,.venv-harnesses)
 
-# Every plugin is tested alone, with only agl-core and that plugin installed, in its own venv
-# (.venv-<plugin>). A plugin may list packages to install first (e.g. the CPU torch build) in
-# plugins/<plugin>/requirements-pre.txt.
-.venv-%/.installed: pyproject.toml plugins/%/pyproject.toml
+# Every plugin is tested alone, with only agl-core, agl-testing (its `[test]` extra needs it) and that plugin
+# installed, in its own venv (.venv-<plugin>); agl-testing's own tests run the same way. A plugin may list
+# packages to install first (e.g. the CPU torch build) in plugins/<plugin>/requirements-pre.txt.
+.venv-%/.installed: pyproject.toml plugins/%/pyproject.toml $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-$*
 	.venv-$*/bin/python -m pip install -q --upgrade pip
 	@if [ -f plugins/$*/requirements-pre.txt ]; then \
 	  .venv-$*/bin/python -m pip install -q -r plugins/$*/requirements-pre.txt; fi
-	.venv-$*/bin/python -m pip install -q -e . -e 'plugins/$*[test]'
+	.venv-$*/bin/python -m pip install -q -e . $(if $(filter agl-testing,$*),,-e $(TESTING)) -e 'plugins/$*[test]'
 	@touch $@
 
 test-plugin-%: .venv-%/.installed
@@ -135,10 +139,10 @@ bench-ray: .venv-agl-ray/.installed
 # AGL_CHROMIUM=/path overrides); pyarrow covers `agl store export --format parquet`. No JS build step:
 # the dashboard is plain ES modules shipped as they are. AGL_DASHBOARD_BROWSER=required turns a missing
 # browser into a failure instead of a skip.
-.venv-dashboard/.installed: pyproject.toml
+.venv-dashboard/.installed: pyproject.toml $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-dashboard
 	.venv-dashboard/bin/python -m pip install -q --upgrade pip
-	.venv-dashboard/bin/python -m pip install -q -e '.[openai,parquet]' pytest pytest-asyncio 'playwright>=1.40'
+	.venv-dashboard/bin/python -m pip install -q -e '.[openai,parquet]' -e $(TESTING) 'playwright>=1.40'
 	@touch $@
 
 test-dashboard: .venv-dashboard/.installed
@@ -158,17 +162,20 @@ bench-dashboard: .venv-dashboard/.installed
 # AutoGen) driven offline through agl's tracer and proxy paths. Heavy and fast-moving, so their own venv;
 # versions are ranges in examples/agents/requirements.txt.
 .PHONY: test-agents
-.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt plugins/agl-proxy-translate/pyproject.toml
+.venv-agents/.installed: pyproject.toml examples/agents/requirements.txt plugins/agl-proxy-translate/pyproject.toml \
+  $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-agents
 	.venv-agents/bin/python -m pip install -q --upgrade pip
-	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -e plugins/agl-proxy-translate -r examples/agents/requirements.txt
+	.venv-agents/bin/python -m pip install -q -e '.[openai,test]' -e $(TESTING) -e plugins/agl-proxy-translate \
+	  -r examples/agents/requirements.txt
 	@touch $@
 
 # CrewAI and LlamaIndex pin openai<3 (openai-agents needs >=3): their own venv (issue 35).
-.venv-agents-openai2/.installed: pyproject.toml examples/agents/requirements-openai2.txt
+.venv-agents-openai2/.installed: pyproject.toml examples/agents/requirements-openai2.txt $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-agents-openai2
 	.venv-agents-openai2/bin/python -m pip install -q --upgrade pip
-	.venv-agents-openai2/bin/python -m pip install -q -e '.[openai,test]' -r examples/agents/requirements-openai2.txt
+	.venv-agents-openai2/bin/python -m pip install -q -e '.[openai,test]' -e $(TESTING) \
+	  -r examples/agents/requirements-openai2.txt
 	@touch $@
 
 test-agents: .venv-agents/.installed .venv-agents-openai2/.installed
@@ -186,10 +193,12 @@ PROGRAMS_TS := examples/programs/typescript
 $(PROGRAMS_TS)/dist/agent.js: $(PROGRAMS_TS)/package-lock.json $(PROGRAMS_TS)/src/agent.ts $(PROGRAMS_TS)/tsconfig.json
 	cd $(PROGRAMS_TS) && npm ci --no-audit --no-fund && npm run build
 
-.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt plugins/agl-proxy-translate/pyproject.toml
+.venv-programs/.installed: pyproject.toml examples/programs/requirements.txt plugins/agl-proxy-translate/pyproject.toml \
+  $(TESTING)/pyproject.toml
 	$(PYTHON) -m venv .venv-programs
 	.venv-programs/bin/python -m pip install -q --upgrade pip
-	.venv-programs/bin/python -m pip install -q -e '.[test]' -e plugins/agl-proxy-translate -r examples/programs/requirements.txt
+	.venv-programs/bin/python -m pip install -q -e '.[test]' -e $(TESTING) -e plugins/agl-proxy-translate \
+	  -r examples/programs/requirements.txt
 	@touch $@
 
 test-programs: .venv-programs/.installed $(PROGRAMS_TS)/dist/agent.js

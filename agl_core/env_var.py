@@ -78,7 +78,6 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "OPENAI_API_KEY": "API key of the proxy's OpenAI backend when none is configured.",
     # process
     "PYTHONUTF8": "Set to 1 by configure_logger on Windows so logs print as UTF-8.",
-    "PATH": "agl_core.testing.doc_blocks puts the venv's scripts first on it for a page's shell blocks.",
 }
 """Every environment variable the core reads (name -> what it does); plugins document their own."""
 

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from agl_core.dashboard import ASSETS_DIR
 from agl_core.store import open_store
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import EnqueueRolloutRequest
+from agl_testing.store_conformance import make_span
 
 
 async def fill(path: Path, n: int) -> None:

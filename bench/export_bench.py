@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 from agl_core.store import open_store
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import EnqueueRolloutRequest, Span
+from agl_testing.store_conformance import make_span
 
 BATCH = 2000
 """Rollouts created, claimed and given spans per round while filling (one ``add_many_spans`` call)."""

@@ -1,6 +1,6 @@
 """Tracer overhead: µs added per traced LLM call and per emitted span, store flush included. Prints JSON.
 
-LLM calls: a real ``openai`` client against ``agl_core.testing.fake_openai`` on 127.0.0.1, the same calls
+LLM calls: a real ``openai`` client against ``agl_testing.fake_openai`` on 127.0.0.1, the same calls
 without agl, with agl's instrumentation installed but no trace open, and inside ``trace_context`` (an
 in-memory store; the exit flush is inside the timed region). Each round runs a small batch in every mode
 back to back; overheads are medians (and quartiles) of the per-round differences, so HTTP and machine
@@ -42,8 +42,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from agl_core.emitter import emit_reward
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 _clock = time.perf_counter
 """Wall time by default; ``--cpu-time`` measures this process's CPU time (all threads) instead, which a

@@ -9,5 +9,3 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # would every process it starts; the tests that stop a child with Ctrl-C (SIGINT) need the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
-
-pytest_plugins = ["agl_core.testing"]

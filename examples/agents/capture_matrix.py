@@ -26,7 +26,7 @@ sys.path[:0] = [str(HERE), str(HERE / "tests")]
 import conftest  # noqa: E402,F401  (offline settings for the frameworks)
 from harness import CapturePath, capture_summary, run_agent  # noqa: E402
 
-from agl_core.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from agl_testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 Setting = Callable[[], AbstractContextManager[Any]]
 """A framework setting to run under (its own instrumentation on, a telemetry switch...)."""

@@ -1,6 +1,6 @@
 """Scripted stand-ins for the task model and the optimizer, so the example runs offline.
 
-Served by ``agl_core.testing.fake_openai.FakeOpenAIServer``; they answer by the request's model name:
+Served by ``agl_testing.fake_openai.FakeOpenAIServer``; they answer by the request's model name:
 
 * ``offline-task`` books a room the way a literal-minded model would: it applies only the rules its prompt
   states (enough seats, free at that time, required equipment, smallest suitable room) and otherwise takes
@@ -16,7 +16,7 @@ import re
 import threading
 from typing import Any
 
-from agl_core.testing.fake_openai import Reply, last_user_text
+from agl_testing.fake_openai import Reply, last_user_text
 
 TASK_MODEL = "offline-task"
 CRITIC_MODEL = "offline-critic"

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.offline:
         from offline_models import CRITIC_MODEL, EDITOR_MODEL, TASK_MODEL, OfflineModels
 
-        from agl_core.testing.fake_openai import FakeOpenAIServer
+        from agl_testing.fake_openai import FakeOpenAIServer
 
         args.api_key = args.api_key or "offline"
         with FakeOpenAIServer(

@@ -2,7 +2,7 @@
 
     python examples/baseline_agent/train.py [--strategy shm|cs] [--n-runners 2] [--samples 12] [--json]
 
-The fake model (``agl_core.testing.fake_openai.FakeOpenAIServer``) is scripted to behave like a decent
+The fake model (``agl_testing.fake_openai.FakeOpenAIServer``) is scripted to behave like a decent
 tool-using model: it calls the calculator, then answers with the tool's result. For every fourth question
 it skips the tool and guesses wrong, so the rewards are not all 1. After the run the script reads the
 spans back from the store and turns them into training triplets with the trainer's adapter.
@@ -25,7 +25,7 @@ from agent import MathTask, calculate, calculator_agent
 
 import agl_core as agl
 from agl_core.emitter import find_final_reward
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
+from agl_testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 
 _EXPRESSION = re.compile(r"What is (.+)\?")
 

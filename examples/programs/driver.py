@@ -29,8 +29,8 @@ from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.program import PROGRAM_SPAN
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.agent_clis import install_agent_clis
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.agent_clis import install_agent_clis
+from agl_testing.fake_openai import FakeOpenAIServer
 
 PROXY_SPAN = "agl.llm_proxy.request"
 HERE = Path(__file__).resolve().parent

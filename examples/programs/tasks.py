@@ -8,7 +8,7 @@
 
 An agent that can only finish through its shell tool (mini-swe-agent) gets its answers as a submit command
 (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo '<answer>'``). ``scripted_model`` is the policy of the
-local fake model server (`agl_core.testing.fake_openai`) for OpenAI chat requests, which is what every
+local fake model server (`agl_testing.fake_openai`) for OpenAI chat requests, which is what every
 proxy API is translated to.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agl_core.testing.fake_openai import Reply, ToolCall
+from agl_testing.fake_openai import Reply, ToolCall
 
 PLAIN_TASK = {
     "kind": "plain",

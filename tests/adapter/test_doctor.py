@@ -19,8 +19,8 @@ from agl_core.cli.doctor_cmd import doctor_command
 from agl_core.emitter import emit_reward
 from agl_core.store import open_store
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 Agent = Callable[[Any, openai.AsyncOpenAI, FakeOpenAIServer], Awaitable[None]]
 

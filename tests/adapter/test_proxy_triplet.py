@@ -10,9 +10,9 @@ from agl_core.adapter import LlmProxyTraceToTriplet
 from agl_core.emitter import emit_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.adapter.traces import TraceBuilder, user
 
 SKEW = -1000.0  # the proxy's clock is 1000 s behind the agent's: timestamps must not matter

@@ -13,7 +13,7 @@ import urllib.request
 
 import pytest
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
 

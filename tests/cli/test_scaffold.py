@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agl_core.cli.scaffold import PLUGIN_KINDS, generate_plugin, plugin_names
-from agl_core.testing import run_cli
+from agl_testing import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,6 @@ def test_the_command_writes_a_distribution(tmp_path: Path) -> None:
         "agl_redis/py.typed",
         "agl_redis/store.py",
         "pyproject.toml",
-        "tests/conftest.py",
         "tests/test_plugin.py",
         "tests/test_store.py",
     ]

@@ -12,7 +12,7 @@ from typing import Any
 import openai
 
 import agl_core as agl
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply
+from agl_testing.fake_openai import FakeOpenAIServer, Reply
 
 
 def scripted_model(request: dict[str, Any]) -> Reply:

@@ -6,7 +6,7 @@ import openai
 import pytest
 
 import agl_core as agl
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 async def test_proxy_over_a_store_server_records_the_calls(monkeypatch: pytest.MonkeyPatch) -> None:

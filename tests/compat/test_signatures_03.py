@@ -11,8 +11,8 @@ import pytest
 
 import agl_core as agl
 from agl_core.emitter.annotation import OperationContext
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import LightningSpanProcessor
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 def _closed_port() -> int:

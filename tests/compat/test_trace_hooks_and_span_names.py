@@ -12,7 +12,7 @@ from typing import Any
 import openai
 
 import agl_core as agl
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 class AskAgent(agl.LitAgent[dict[str, Any]]):

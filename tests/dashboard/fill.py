@@ -9,9 +9,9 @@ from pathlib import Path
 
 import agl_core as agl
 from agl_core.store import LightningStore, open_store
-from agl_core.testing.fake_openai import FakeOpenAIServer
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import Event, TraceStatus
+from agl_testing.fake_openai import FakeOpenAIServer
+from agl_testing.store_conformance import make_span
 
 ROOT = Path(__file__).resolve().parents[2]
 XSS_MARK = "__agl_xss"

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from agl_core.store import open_store
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 
 async def small_store(path: Path, n: int = 6) -> list[str]:

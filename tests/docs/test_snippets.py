@@ -1,12 +1,12 @@
 """Every code block of the documentation is run, checked against its source, or skipped with a reason.
 
-See `agl_core.testing.doc_blocks` for the markers. A page's blocks to run (and its hidden setups) run in
+See `agl_testing.doc_blocks` for the markers. A page's blocks to run (and its hidden setups) run in
 order in a fresh interpreter, in a scratch folder, offline, with no third-party plugin loaded; skipped
 blocks are reported one by one with their reason (``pytest -rs``).
 
 The plugin pages of the site are the plugins' READMEs (tools/docs_site.py): here every block of each is
 checked for its marker and its excerpts; each plugin's own suite runs its README's blocks in its venv
-(``tests/test_readme.py``, with `agl_core.testing.doc_blocks.check_page_runs`).
+(``tests/test_readme.py``, with `agl_testing.doc_blocks.check_page_runs`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from agl_core.testing.doc_blocks import (
+from agl_testing.doc_blocks import (
     Block,
     check_page_runs,
     excerpt_found,
@@ -65,7 +65,7 @@ def test_each_plugin_runs_its_readme_blocks_in_its_own_suite(readme: Path) -> No
     test_file = readme.parent / "tests" / "test_readme.py"
     assert test_file.is_file() and "check_page_runs" in test_file.read_text(encoding="utf-8"), (
         f"{readme.parent.name}: add tests/test_readme.py running README.md with "
-        "agl_core.testing.doc_blocks.check_page_runs (copy agl-tinker's)"
+        "agl_testing.doc_blocks.check_page_runs (copy agl-tinker's)"
     )
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from agl_core.store import LightningStore, open_store
-from agl_core.testing import plugin_module, register_plugin, use_plugin_manager
-from agl_core.testing.clock import FakeClock
-from agl_core.testing.doc_blocks import page_blocks
-from agl_core.testing.store_conformance import StoreConformance, StoreFactory
 from agl_core.types import LLM, Span
+from agl_testing import plugin_module, register_plugin, use_plugin_manager
+from agl_testing.clock import FakeClock
+from agl_testing.doc_blocks import page_blocks
+from agl_testing.store_conformance import StoreConformance, StoreFactory
 from tests.docs.conftest import DOCS_DIR
 
 PAGE = DOCS_DIR / "writing-plugins.md"

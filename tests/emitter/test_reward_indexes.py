@@ -7,8 +7,8 @@ import time
 import pytest
 
 from agl_core.emitter.reward import get_rewards_from_span
-from agl_core.testing.store_conformance import make_span
 from agl_core.utils.otel import unflatten_attributes
+from agl_testing.store_conformance import make_span
 
 
 @pytest.mark.parametrize("index", ["4294967294", "9" * 5_000, "01", "\u00b2"])

@@ -11,8 +11,8 @@ from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
 from agl_core.emitter import emit_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, FakeTokenizer, Reply, ToolCall, render_chat_prompt
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer, FakeTokenizer, Reply, ToolCall, render_chat_prompt
 from tests.llm_proxy.conftest import sse_chunks
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]

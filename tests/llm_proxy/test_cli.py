@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from agl_core.cli.proxy_cmd import parse_backend_options, proxy_group
 from agl_core.llm_proxy import HttpBackend
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 def test_backend_options_group_replicas_by_model() -> None:

@@ -9,7 +9,7 @@ import aiohttp
 
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Fault
+from agl_testing.fake_openai import FakeOpenAIServer, Fault
 from tests.llm_proxy.conftest import Rollout, chat
 
 

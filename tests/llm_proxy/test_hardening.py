@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from agl_core.llm_proxy import BackendConfigError, HttpBackend, LLMProxy
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.utils.http_guard import LogLimiter
+from agl_testing.fake_openai import FakeOpenAIServer
 
 ROUTES = ("/chat/completions", "/completions")
 JSON = {"Content-Type": "application/json"}

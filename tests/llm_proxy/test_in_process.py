@@ -11,7 +11,7 @@ import pytest
 
 from agl_core.llm_proxy import InProcessBackend, LLMProxy, ProxyHTTPError
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeTokenizer, render_chat_prompt
+from agl_testing.fake_openai import FakeTokenizer, render_chat_prompt
 from tests.llm_proxy.conftest import Rollout, chat, sse_chunks
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from agl_core.llm_proxy import HttpBackend, LLMProxy, model_list_to_backends
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import LLM, ProxyLLM
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.llm_proxy.conftest import Rollout, chat
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from agl_core.llm_proxy import SPAN_NAME, LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import (
+from agl_testing.fake_openai import (
     FakeOpenAIServer,
     FakeTokenizer,
     Reply,

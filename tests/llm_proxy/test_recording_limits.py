@@ -12,7 +12,7 @@ from agl_core.llm_proxy import LLMProxy
 from agl_core.llm_proxy.recording import MAX_RECORDED_TEXT_CHARS
 from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 BODIES = {
     "/chat/completions": '{"model": "m", "messages": [{"role": "user", "content": "hi"}], '

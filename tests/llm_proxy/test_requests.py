@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 
 from agl_core.llm_proxy import LLMProxy
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.llm_proxy.conftest import chat
 
 

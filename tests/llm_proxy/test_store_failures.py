@@ -9,8 +9,8 @@ import aiohttp
 
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.llm_proxy.conftest import Rollout, chat
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("agl_proxy_translate") is not None,

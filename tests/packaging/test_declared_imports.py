@@ -104,3 +104,9 @@ def test_every_import_of_agl_core_is_declared() -> None:
     assert not undeclared, "agl_core imports packages its pyproject does not declare:\n" + "\n".join(
         undeclared
     )
+
+
+def test_agl_core_never_imports_the_test_kit() -> None:
+    # agl-testing depends on agl-core and is installed for tests only (agl-core's `test` extra lists it)
+    imported = imported_top_level_modules(ROOT / "agl_core", "agl_core")
+    assert "agl_testing" not in imported, f"{imported['agl_testing']} imports agl_testing"

@@ -1,8 +1,9 @@
 """The first hour, from wheels: a new user and a plugin author succeed without the repository (issue 39).
 
-Every distribution is built; agl-core (with its ``testing`` extra) and each light plugin are installed from
-those wheels into a fresh venv outside the repository (dependencies from the package index); there
-``agl plugins list`` and ``agl plugins check`` pass and the getting-started and writing-a-plugin pages'
+Every distribution is built; agl-core, agl's test kit (agl-testing, what a plugin author's tests use) and
+each light plugin are installed from those wheels into a fresh venv outside the repository (dependencies
+from the package index); there ``agl plugins list`` and ``agl plugins check`` pass (agl-testing is a
+pytest plugin, not an agl one, so neither shows it) and the getting-started and writing-a-plugin pages'
 blocks run. A few minutes, so it runs on its own: ``make test-wheels`` (part of ``make test``) sets
 ``AGL_TEST_WHEELS=1``.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from agl_core.testing.doc_blocks import run_page
+from agl_testing.doc_blocks import run_page
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = [ROOT, *sorted(path.parent for path in ROOT.glob("plugins/*/pyproject.toml"))]
@@ -61,13 +62,14 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def installed(wheels: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv (outside the repository) with agl-core[testing] and the light plugins; its bin folder."""
+    """A fresh venv outside the repository: agl-core, agl-testing and the light plugins; its bin folder."""
     home = tmp_path_factory.mktemp("first-hour")
     assert ROOT not in home.parents
     venv.create(home / "venv", with_pip=True)
     bin_dir = home / "venv" / "bin"
-    requirements = [f"agl-core[testing] @ {wheels['agl-core'].as_uri()}"]
-    requirements += [f"{name} @ {wheels[name].as_uri()}" for name in LIGHT_PLUGINS]
+    requirements = [
+        f"{name} @ {wheels[name].as_uri()}" for name in ("agl-core", "agl-testing", *LIGHT_PLUGINS)
+    ]
     subprocess.run(
         [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
         cwd=home,
@@ -110,13 +112,16 @@ def test_plugins_list_and_check_pass_with_every_light_plugin(installed: Path) ->
     for name in LIGHT_PLUGINS:
         row = next((line for line in lines if f" {name} " in line), None)
         assert row is not None and " ok " in row, (name, listing.stdout)
+    assert "agl-testing" not in listing.stdout  # a pytest plugin (entry point group pytest11), no agl one
     # agl-verl is installed without its `verl` extra: check names that one problem and the extra to install
     check = _agl(installed, "plugins", "check")
     assert check.returncode == 1, check.stdout + check.stderr
     assert "algorithm verl (agl-verl) needs verl" in check.stdout
     assert "hint: pip install 'agl-verl[verl]'" in check.stdout
     assert "1 problem(s) found" in check.stderr
-    clean = _agl(installed, "plugins", "check", env={"AGL_DISABLE_PLUGINS": "verl"})
+    clean = _agl(
+        installed, "plugins", "check", env={"AGL_DISABLE_PLUGINS": "verl", "AGL_PLUGINS_STRICT": "1"}
+    )
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert f"{len(LIGHT_PLUGINS) - 1} plugin(s) ok, 1 disabled" in clean.stdout
 

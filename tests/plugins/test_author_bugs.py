@@ -7,9 +7,6 @@ provided a command or a store scheme is named where the user meets the miss.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import click
 import pytest
 
@@ -17,7 +14,7 @@ from agl_core import hookimpl
 from agl_core.errors import UnknownComponentError
 from agl_core.plugins import PluginManager
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing import fake_entry_point, plugin_module, run_cli
+from agl_testing import fake_entry_point, plugin_module, run_cli
 
 
 class GoodStore(InMemoryLightningStore):
@@ -151,21 +148,6 @@ def test_debug_prints_a_failed_plugins_traceback() -> None:
     result = run_cli("--debug", "plugins", "list", manager=_failed_manager())
     assert "Traceback (most recent call last)" in result.output
     assert "Traceback" not in run_cli("plugins", "list", manager=_failed_manager()).output
-
-
-def test_testing_helpers_work_without_pytest_and_the_fixture_names_the_extra() -> None:
-    code = (
-        "import sys\n"
-        "sys.modules['pytest'] = None  # as if pytest were not installed\n"
-        "from agl_core.testing import plugin_module, register_plugin\n"
-        "try:\n"
-        "    from agl_core.testing import plugin_manager\n"
-        "except ModuleNotFoundError as exc:\n"
-        "    print(exc)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "pip install 'agl-core[testing]'" in done.stdout
 
 
 def test_install_hints_go_through_the_distributions_own_extras() -> None:

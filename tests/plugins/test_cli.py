@@ -7,7 +7,7 @@ import click
 import agl_core
 from agl_core import hookimpl
 from agl_core.plugins import PluginManager
-from agl_core.testing import fake_entry_point, plugin_module, records_by_name, run_cli
+from agl_testing import fake_entry_point, plugin_module, records_by_name, run_cli
 
 RECORD_KEYS = {
     "schema_version",

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agl_core.plugins import PluginManager
-from agl_core.testing import fake_entry_point, plugin_module
+from agl_testing import fake_entry_point, plugin_module
 
 SLOW_IMPORT_SECONDS = 0.3
 

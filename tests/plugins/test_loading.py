@@ -7,7 +7,7 @@ import pytest
 from agl_core import hookimpl
 from agl_core.errors import ComponentSpecError, PluginConflictError, PluginLoadError, UnknownComponentError
 from agl_core.plugins import PluginManager
-from agl_core.testing import fake_entry_point, plugin_module, register_plugin
+from agl_testing import fake_entry_point, plugin_module, register_plugin
 
 
 class Widget:

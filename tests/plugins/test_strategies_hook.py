@@ -13,7 +13,7 @@ from agl_core.execution import (
     SharedMemoryExecutionStrategy,
 )
 from agl_core.plugins import PluginManager
-from agl_core.testing import plugin_module
+from agl_testing import plugin_module
 
 
 class RecordingStrategy(ExecutionStrategy):

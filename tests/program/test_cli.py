@@ -13,8 +13,8 @@ from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.http.server import LightningStoreServer
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import PromptTemplate
+from agl_testing.fake_openai import FakeOpenAIServer
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = str(Path(__file__).with_name("chat_program.py"))

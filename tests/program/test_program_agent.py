@@ -19,8 +19,8 @@ from agl_core.emitter import find_final_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.program import PROGRAM_SPAN, ProgramAgent, ProgramOutcome, RolloutHooks
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import EnqueueRolloutRequest, PromptTemplate, RolloutConfig
+from agl_testing.fake_openai import FakeOpenAIServer
 
 PROGRAM = str(Path(__file__).with_name("chat_program.py"))
 QUESTIONS = [{"question": f"what is {i} plus {i}", "id": i} for i in range(6)]

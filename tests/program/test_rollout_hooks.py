@@ -18,8 +18,8 @@ from agl_core.program import HookedStore, ProgramAgent, RolloutHooks
 from agl_core.program.rollout_hooks import with_rollout_hooks
 from agl_core.store.base import LightningStore
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import EnqueueRolloutRequest, Rollout, RolloutConfig, Span
+from agl_testing.fake_openai import FakeOpenAIServer
 
 PROGRAM = str(Path(__file__).with_name("chat_program.py"))
 

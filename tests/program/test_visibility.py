@@ -15,7 +15,7 @@ import pytest
 
 from agl_core.program import ProgramAgent
 from agl_core.store.http.server import LightningStoreServer
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.program.test_program_agent import PROGRAM, train
 
 

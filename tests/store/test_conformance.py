@@ -8,7 +8,7 @@ import pytest
 
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.store_conformance import FakeClock, StoreConformance, StoreFactory
+from agl_testing.store_conformance import FakeClock, StoreConformance, StoreFactory
 
 
 class TestInMemoryStore(StoreConformance):

@@ -771,7 +771,7 @@ async def test_add_otel_span_leaves_the_sequence_id_to_the_backend() -> None:
 def test_open_store_schemes(plugin_manager: Any) -> None:
     from agl_core import hookimpl
     from agl_core.errors import UnknownComponentError
-    from agl_core.testing import plugin_module
+    from agl_testing import plugin_module
 
     assert parse_store_uri("SQLite:///tmp/x.db") == "sqlite"
     with pytest.raises(InvalidRequestError, match="has no scheme"):

@@ -25,13 +25,13 @@ from agl_core.store import (
     open_store,
 )
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.clock import FakeClock
-from agl_core.testing.store_conformance import make_span, run_in_threads
 from agl_core.types import (
     AttemptedRollout,
     EnqueueRolloutRequest,
     RolloutConfig,
 )
+from agl_testing.clock import FakeClock
+from agl_testing.store_conformance import make_span, run_in_threads
 
 BOUND = 10.0  # seconds: upper bound of every wait in this module (they finish in milliseconds)
 

@@ -29,9 +29,9 @@ from agl_core.store import StoreClosedError, StoreError, open_store
 from agl_core.store import _sqlite_schema as schema
 from agl_core.store.errors import InvalidRequestError, RolloutNotFoundError
 from agl_core.store.sqlite import SchemaVersionError, SqliteLightningStore
-from agl_core.testing.clock import FakeClock
 from agl_core.types import LLM, EnqueueRolloutRequest, PromptTemplate, RolloutConfig, Span
 from agl_core.types.status import ATTEMPT_STATUSES, ROLLOUT_STATUSES
+from agl_testing.clock import FakeClock
 
 BOUND = 120.0
 """Upper bound (seconds) of every wait on a child process or a condition."""

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import openai
 from agl_core.emitter import emit_message, emit_reward, find_final_reward, operation
 from agl_core.semconv import GEN_AI_INPUT_MESSAGES, GEN_AI_OPERATION_NAME, LightningSpanAttributes
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.tracer._helpers import new_attempt
 
 STEPS = 4

@@ -9,8 +9,8 @@ from agl_core.semconv import RESPONSE_TOKEN_IDS
 from agl_core.store.http.client import LightningStoreClient
 from agl_core.store.http.server import LightningStoreServer
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 async def test_spans_reach_the_server_before_trace_context_returns(llm_server: FakeOpenAIServer) -> None:

@@ -18,8 +18,8 @@ from agl_core.semconv import (
     RESPONSE_TOKEN_IDS,
 )
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.tracer._helpers import new_attempt
 
 

@@ -24,9 +24,9 @@ from agl_core.semconv import (
     RESPONSE_TOKEN_IDS,
 )
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 from agl_core.tracer.otel import OtelTracer
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 from tests.tracer._helpers import new_attempt
 
 TOOLS = [
@@ -185,7 +185,7 @@ async def test_text_completions_streaming_and_not(
 async def test_failed_call_is_recorded_as_error_span(
     tracer: OtelTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
 ) -> None:
-    from agl_core.testing.fake_openai import Fault
+    from agl_testing.fake_openai import Fault
 
     client = openai.OpenAI(api_key="test", base_url=llm_server.base_url, max_retries=0)
     llm_server.fail_next(Fault(status=400, message="bad prompt"))

@@ -23,8 +23,8 @@ from agl_core.semconv import (
     RESPONSE_TOKEN_IDS,
 )
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 from tests.tracer._helpers import new_attempt
 
 TOOL = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
@@ -148,7 +148,7 @@ async def test_responses_tool_calls_and_function_outputs_read_as_chat(
 async def test_failed_responses_call_is_an_error_span(
     tracer: OtelTracer, store: InMemoryLightningStore, llm_server: FakeOpenAIServer
 ) -> None:
-    from agl_core.testing.fake_openai import Fault
+    from agl_testing.fake_openai import Fault
 
     client = openai.OpenAI(api_key="test", base_url=llm_server.base_url, max_retries=0)
     llm_server.fail_next(Fault(status=400, message="bad input"))

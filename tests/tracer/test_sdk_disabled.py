@@ -10,9 +10,9 @@ import pytest
 from agl_core.adapter import TracerTraceToTriplet
 from agl_core.emitter import emit_reward
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer import bridge
 from agl_core.tracer.otel import OtelTracer
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.tracer._helpers import new_attempt
 
 

@@ -11,9 +11,9 @@ from agl_core.algorithm import Baseline
 from agl_core.emitter import find_final_reward
 from agl_core.semconv import GEN_AI_OPERATION_NAME
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.trainer import Trainer
 from agl_core.types import LLM, Triplet
+from agl_testing.fake_openai import FakeOpenAIServer
 from tests.trainer._helpers import qa_agent, run
 
 QUESTIONS = [{"question": f"what is {i} plus {i}"} for i in range(200)]

@@ -82,9 +82,10 @@ def plugin_names(name: str) -> PluginNames:
     )
 
 
-def _core_requirement() -> str:
+def _requirement(distribution: str) -> str:
+    """``distribution`` at agl-core's minor version (every agl-* distribution shares agl-core's version)."""
     major, minor = (int(part) for part in __version__.split(".")[:2])
-    return f"agl-core>={major}.{minor},<{major}.{minor + 1}"
+    return f"{distribution}>={major}.{minor},<{major}.{minor + 1}"
 
 
 def _render(template: str, values: dict[str, str]) -> str:
@@ -123,7 +124,8 @@ def generate_plugin(name: str, kind: str, directory: Path) -> Path:
         "kind": kind,
         "module": module,
         "summary": summary,
-        "core_requirement": _core_requirement(),
+        "core_requirement": _requirement("agl-core"),
+        "testing_requirement": _requirement("agl-testing"),
         "usage": _USAGE[kind].format(name=names.name),
         "how_to": _HOW_TO[kind],
     }
@@ -133,7 +135,6 @@ def generate_plugin(name: str, kind: str, directory: Path) -> Path:
         "common/README.md.tmpl": "README.md",
         "common/__init__.py.tmpl": f"{names.package}/__init__.py",
         "common/py.typed.tmpl": f"{names.package}/py.typed",
-        "common/conftest.py.tmpl": "tests/conftest.py",
         "common/test_plugin.py.tmpl": "tests/test_plugin.py",
         f"{kind}/hooks.py.tmpl": f"{names.package}/hooks.py",
         f"{kind}/{module}.py.tmpl": f"{names.package}/{module}.py",

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from scripted_model import calculator_model  # noqa: E402
 
-from agl_core.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from agl_testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ os.environ.setdefault("AGNO_TELEMETRY", "false")
 
 from scripted_model import calculator_model  # noqa: E402
 
-from agl_core.testing.fake_openai import FakeOpenAIServer  # noqa: E402
+from agl_testing.fake_openai import FakeOpenAIServer  # noqa: E402
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from agl_core.adapter import LlmProxyTraceToTriplet, TracerTraceToTriplet, Trace
 from agl_core.adapter.doctor import DoctorReport, diagnose_rollout
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import Rollout, Span, Triplet
+from agl_testing.fake_openai import FakeOpenAIServer
 
 MODEL = "fake-model"
 CapturePath = Literal["tracer", "proxy"]

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from agl_core.testing.fake_openai import Reply, ToolCall
+from agl_testing.fake_openai import Reply, ToolCall
 
 _NUMBERS = re.compile(r"-?\d+")
 

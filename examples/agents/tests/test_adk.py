@@ -6,7 +6,7 @@ import pytest
 from adk_agent.rollout import adk_rollout
 from harness import CapturePath, check_run, run_agent
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 

@@ -11,7 +11,7 @@ import pytest
 from agno_agent.rollout import agno_rollout, instrument, uninstrument
 from harness import CapturePath, check_run, run_agent
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "openinference"])

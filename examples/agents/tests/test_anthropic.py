@@ -8,7 +8,7 @@ import pytest
 from anthropic_agent import rollout
 from harness import check_run, run_agent
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

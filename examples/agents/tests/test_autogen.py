@@ -6,7 +6,7 @@ import pytest
 from autogen_agent.rollout import autogen_rollout
 from harness import CapturePath, check_run, run_agent
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("path", ["tracer", "proxy"])

@@ -20,7 +20,7 @@ os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 from crewai_agent.rollout import crewai_rollout, instrument, uninstrument
 from harness import CapturePath, check_run, run_agent
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "openinference"])

@@ -17,7 +17,7 @@ from dspy_agent.rollout import dspy_rollout, instrument, uninstrument
 from harness import CapturePath, run_agent
 from scripted_model import dspy_model
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

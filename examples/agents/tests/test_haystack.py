@@ -11,7 +11,7 @@ import pytest
 from harness import CapturePath, check_run, run_agent
 from haystack_agent.rollout import haystack_rollout, instrument, uninstrument
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "openinference"])

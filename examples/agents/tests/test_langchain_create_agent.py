@@ -15,7 +15,7 @@ from langchain_agent.rollout import (
     uninstrument,
 )
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "openinference"])

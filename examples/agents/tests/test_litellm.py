@@ -14,7 +14,7 @@ import pytest
 from harness import check_run, run_agent
 from litellm_agent import rollout
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ pytest.importorskip("llama_index.llms.openai_like")
 from harness import CapturePath, check_run, run_agent
 from llama_index_agent.rollout import instrument, llama_index_rollout, uninstrument
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "openinference"])

@@ -6,7 +6,7 @@ import pytest
 from harness import CapturePath, check_run, run_agent
 from openai_agents_sdk.rollout import agents_sdk_chat_rollout, agents_sdk_rollout, agents_sdk_streamed_rollout
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("path", ["tracer", "proxy"])

@@ -6,7 +6,7 @@ import pytest
 from harness import CapturePath, check_run, run_agent
 from pydantic_ai_agent.rollout import instrument, pydantic_ai_rollout, uninstrument
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "instrument_all"])

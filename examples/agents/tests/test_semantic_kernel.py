@@ -8,7 +8,7 @@ import pytest
 from harness import CapturePath, check_run, run_agent
 from semantic_kernel_agent.rollout import diagnostics, semantic_kernel_rollout
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.mark.parametrize("own_tracing", [False, True], ids=["default", "sensitive_diagnostics"])

@@ -14,7 +14,7 @@ from harness import CapturePath, check_run, run_agent
 from scripted_model import final_answer_model
 from smolagents_agent.rollout import instrument, smolagents_rollout, uninstrument
 
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from agl_core.adapter.doctor import diagnose_rollout
 from agl_core.llm_proxy import HttpBackend, LLMProxy
 from agl_core.llm_proxy.urls import rollout_urls
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.agent_clis import (
+from agl_testing.agent_clis import (
     NpmMissingError,
     claude_command,
     claude_env,
@@ -36,7 +36,7 @@ from agl_core.testing.agent_clis import (
     install_python_clis,
     llm_env,
 )
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall, render_chat_prompt
+from agl_testing.fake_openai import FakeOpenAIServer, Reply, ToolCall, render_chat_prompt
 
 HERE = Path(__file__).resolve().parent
 PREFIX = HERE.parents[2] / ".agl" / "npm"

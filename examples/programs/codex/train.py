@@ -26,7 +26,7 @@ from tasks import reward  # noqa: E402
 
 import agl_core as agl  # noqa: E402
 from agl_core.program import ProgramOutcome  # noqa: E402
-from agl_core.testing.agent_clis import codex_command  # noqa: E402
+from agl_testing.agent_clis import codex_command  # noqa: E402
 
 PROVIDER = (
     'model_provider="agl"',

@@ -53,7 +53,7 @@ def npm_clis() -> Path:
     """Claude Code and the Codex CLI, pinned in examples/programs/clis, installed into .agl/npm once."""
     from driver import npm_clis
 
-    from agl_core.testing.agent_clis import NpmMissingError
+    from agl_testing.agent_clis import NpmMissingError
 
     require(
         importlib.util.find_spec("agl_proxy_translate") is not None,

@@ -11,7 +11,7 @@ import pytest
 from agentlightning.store.base import LightningStore
 from agentlightning.types import Rollout
 
-from agl_core.testing.doc_blocks import check_page_runs
+from agl_testing.doc_blocks import check_page_runs
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

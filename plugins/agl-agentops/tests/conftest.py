@@ -11,10 +11,7 @@ from agl_agentops.tracer import AgentOpsTracer
 from agl_core.store.memory import InMemoryLightningStore
 
 if TYPE_CHECKING:
-    from agl_core.testing.fake_openai import FakeOpenAIServer
-
-# Registered before anything imports agl_core.testing, so pytest can rewrite its asserts.
-pytest_plugins = ["agl_core.testing"]
+    from agl_testing.fake_openai import FakeOpenAIServer
 
 
 @pytest.fixture
@@ -28,7 +25,7 @@ async def store() -> AsyncIterator[InMemoryLightningStore]:
 @pytest.fixture
 def llm_server() -> Iterator[FakeOpenAIServer]:
     """A local OpenAI-compatible server that returns vLLM-style token ids and echoes the prompt."""
-    from agl_core.testing.fake_openai import FakeOpenAIServer
+    from agl_testing.fake_openai import FakeOpenAIServer
 
     with FakeOpenAIServer(token_ids="always") as server:
         yield server

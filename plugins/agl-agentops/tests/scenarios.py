@@ -18,7 +18,7 @@ import openai
 from agl_agentops.tracer import AgentOpsTracer
 from agl_core.emitter import emit_reward
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 
 async def _rollout(tracer: AgentOpsTracer, store: InMemoryLightningStore, base_url: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 import agl_agentops
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli
+from agl_testing import records_by_name, run_cli
 
 
 def _loaded_manager() -> PluginManager:
@@ -58,8 +58,8 @@ def test_loading_the_entry_point_imports_neither_agentops_nor_the_tracer() -> No
 def test_top_level_factory_and_trainer_build_the_tracer() -> None:
     import agl_core as agl
     from agl_agentops.tracer import AgentOpsTracer
-    from agl_core.testing import use_plugin_manager
     from agl_core.trainer import Trainer
+    from agl_testing import use_plugin_manager
 
     with use_plugin_manager(_loaded_manager()):
         tracer = agl.AgentOpsTracer(export_timeout=2.0)

@@ -13,7 +13,7 @@ from agl_agentops.tracer import AgentOpsTracer
 from agl_core.emitter import emit_reward
 from agl_core.semconv import RESPONSE_TOKEN_IDS
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 from .conftest import new_attempt
 from .fake_agentops import API_KEY, PROJECT_ID, TOKEN, FakeAgentOpsServer, closed_port_url

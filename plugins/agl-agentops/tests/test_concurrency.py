@@ -10,8 +10,8 @@ import openai
 from agl_agentops.tracer import AgentOpsTracer
 from agl_core.emitter import emit_reward
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer
 
 from .conftest import new_attempt
 

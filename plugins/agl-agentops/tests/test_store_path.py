@@ -12,8 +12,8 @@ from agl_core.adapter.triplet import TracerTraceToTriplet
 from agl_core.emitter import emit_reward
 from agl_core.semconv import LOGPROBS_CONTENT, PROMPT_TOKEN_IDS, RESPONSE_TOKEN_IDS
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer, Reply, ToolCall
 
 from .conftest import new_attempt
 

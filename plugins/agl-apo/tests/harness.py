@@ -14,9 +14,9 @@ from agl_apo import APO
 from agl_core.litagent import rollout
 from agl_core.runner import LitAgentRunner
 from agl_core.store import LightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
 from agl_core.tracer import OtelTracer
 from agl_core.types import LLM, PromptTemplate
+from agl_testing.fake_openai import FakeOpenAIServer
 
 from .scripted import CRITIC_MODEL, EDITOR_MODEL, SEED_TEMPLATE, TASK_MODEL, ScriptedModels
 

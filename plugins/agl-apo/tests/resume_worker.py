@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply
+from agl_testing.fake_openai import FakeOpenAIServer, Reply
 
 from .harness import initial_resources, make_apo, run_apo
 from .scripted import CRITIC_MODEL, EDITOR_MODEL, TASK_MODEL, ScriptedModels, make_tasks

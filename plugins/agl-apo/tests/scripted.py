@@ -17,7 +17,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from agl_core.testing.fake_openai import Reply, last_user_text
+from agl_testing.fake_openai import Reply, last_user_text
 
 TASK_MODEL = "fake-task"
 CRITIC_MODEL = "fake-critic"

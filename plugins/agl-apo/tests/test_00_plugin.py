@@ -13,7 +13,7 @@ import pytest
 import agl_apo
 from agl_core.errors import UnknownComponentError
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli, use_plugin_manager
+from agl_testing import records_by_name, run_cli, use_plugin_manager
 
 
 def _loaded_manager() -> PluginManager:

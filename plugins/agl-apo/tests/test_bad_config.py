@@ -53,8 +53,8 @@ def test_other_bad_settings_are_rejected(kwargs: dict[str, Any], message: str) -
 
 async def test_beam_width_zero_through_the_trainer_registry() -> None:
     from agl_core.plugins import PluginManager
-    from agl_core.testing import use_plugin_manager
     from agl_core.trainer import Trainer
+    from agl_testing import use_plugin_manager
 
     manager = PluginManager(strict=True)
     manager.load_entrypoints()

@@ -15,7 +15,7 @@ from agl_apo.optimizer import (
     OptimizerUnreachableError,
     rejects_temperature,
 )
-from agl_core.testing.fake_openai import FakeOpenAIServer, Fault, Reply
+from agl_testing.fake_openai import FakeOpenAIServer, Fault, Reply
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 TEMPERATURE_ERROR = (

@@ -13,8 +13,8 @@ import pytest
 from agl_apo import OptimizerError, load_run_state
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Fault
 from agl_core.types import LLM
+from agl_testing.fake_openai import FakeOpenAIServer, Fault
 
 from .harness import fake_models, initial_resources, make_apo, run_apo
 from .resume_worker import RUN_ID, TRAIN, VAL

@@ -5,7 +5,7 @@ the seven containers of a `LightningCollections` (rollouts, attempts, spans, res
 rollout queue, span sequence ids) and every store method is one `collections.atomic()` block that reads
 and writes them. The rules (statuses, retries, watchdog, workers, filters, sorting, pagination) are agl's
 shared store toolkit, `agl_core.store.logic`, so this store behaves like every other agl store (it passes
-`agl_core.testing.store_conformance`). Bring other storage by implementing
+`agl_testing.store_conformance`). Bring other storage by implementing
 `agl_legacy.collection.LightningCollections`; without one, the store runs on
 `InMemoryLightningCollections`. For speed, agl's own `InMemoryLightningStore` and `SqliteLightningStore`
 are the better choice.

@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-# Registered before anything imports agl_core.testing, so pytest can rewrite its asserts.
-pytest_plugins = ["agl_core.testing"]
-
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 NX_START_TIMEOUT_S = 60.0

@@ -13,7 +13,7 @@ import pytest
 
 import agl_core as agl
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli
+from agl_testing import records_by_name, run_cli
 
 # 0.3 path under agl_core -> the agl-legacy module its names come from
 SHIMS = {

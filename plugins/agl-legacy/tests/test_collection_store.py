@@ -18,7 +18,7 @@ from agl_core.store.collection import (
 )
 from agl_core.store.collection.base import DuplicatedPrimaryKeyError
 from agl_core.store.collection_based import CollectionBasedLightningStore, get_current_store_methods, tracked
-from agl_core.testing.store_conformance import StoreConformance, StoreFactory
+from agl_testing.store_conformance import StoreConformance, StoreFactory
 
 
 class TestCollectionBasedStore(StoreConformance):

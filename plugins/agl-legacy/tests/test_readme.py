@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agl_core.testing.doc_blocks import Block, check_page_runs, skipped_blocks
+from agl_testing.doc_blocks import Block, check_page_runs, skipped_blocks
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

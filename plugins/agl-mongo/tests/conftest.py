@@ -10,8 +10,6 @@ import pytest
 
 from tests.nx_server import NxServer
 
-pytest_plugins = ["agl_core.testing"]
-
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 

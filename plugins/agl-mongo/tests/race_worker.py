@@ -6,8 +6,8 @@ import asyncio
 import traceback
 from typing import Any
 
-from agl_core.testing.store_conformance import make_span
 from agl_mongo import MongoLightningStore
+from agl_testing.store_conformance import make_span
 
 
 async def _race(uri: str, worker_id: str, n_spans: int, barrier: Any) -> list[tuple[str, str]]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agl_core.testing.store_conformance import StoreConformance, StoreFactory
 from agl_mongo.store import MongoLightningStore
+from agl_testing.store_conformance import StoreConformance, StoreFactory
 
 
 class TestMongoStoreOnNx(StoreConformance):

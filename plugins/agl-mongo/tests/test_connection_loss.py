@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import LLM
 from agl_mongo import MongoLightningStore, StoreUnavailableError
+from agl_testing.store_conformance import make_span
 from tests.nx_server import NxServer
 
 pytestmark = pytest.mark.slow

@@ -8,11 +8,11 @@ import pytest
 from pymongo import MongoClient
 
 from agl_core.store import InvalidRequestError
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import LLM
 from agl_mongo import MongoLightningStore, SchemaVersionError
 from agl_mongo.keys import key, prefix_range, span_key
 from agl_mongo.uri import parse_mongo_uri, redact
+from agl_testing.store_conformance import make_span
 
 
 def test_uri_parsing_takes_database_and_partition_out() -> None:

@@ -13,7 +13,7 @@ import pytest
 import agl_core
 from agl_core.plugins import PluginManager
 from agl_core.store import open_store
-from agl_core.testing import records_by_name, run_cli, use_plugin_manager
+from agl_testing import records_by_name, run_cli, use_plugin_manager
 
 CORE_PYTHON = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "python"
 

@@ -9,8 +9,6 @@ from collections.abc import Iterator
 import pytest
 from agl_postgres.testing import PgCluster
 
-pytest_plugins = ["agl_core.testing"]
-
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 

@@ -71,8 +71,8 @@ async def test_concurrent_watchdogs_flag_each_attempt_once(postgres_uri: str, sc
     """Four stores scanning at once time out each stale attempt once: one retry attempt per rollout."""
     import asyncio
 
-    from agl_core.testing.clock import FakeClock
     from agl_core.types import RolloutConfig
+    from agl_testing.clock import FakeClock
 
     clock = FakeClock()
     uri = f"{postgres_uri}?schema={schema}"

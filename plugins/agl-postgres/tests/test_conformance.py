@@ -12,8 +12,8 @@ import asyncpg
 import pytest
 from agl_postgres import PostgresLightningStore
 
-from agl_core.testing.clock import FakeClock
-from agl_core.testing.store_conformance import StoreConformance, StoreFactory
+from agl_testing.clock import FakeClock
+from agl_testing.store_conformance import StoreConformance, StoreFactory
 
 _TABLES = "rollouts, attempts, spans, span_counters, resources, workers, meta"
 

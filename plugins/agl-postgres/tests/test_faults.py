@@ -14,7 +14,7 @@ import pytest
 from agl_postgres import PostgresLightningStore, StoreUnavailableError
 from agl_postgres.testing import PgCluster
 
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 pytestmark = pytest.mark.slow
 

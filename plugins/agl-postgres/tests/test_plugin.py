@@ -17,7 +17,7 @@ from agl_postgres.testing import free_port
 import agl_core
 from agl_core.plugins import PluginManager
 from agl_core.store import InvalidRequestError, open_store
-from agl_core.testing import records_by_name, run_cli, use_plugin_manager
+from agl_testing import records_by_name, run_cli, use_plugin_manager
 
 
 def _manager() -> PluginManager:

@@ -10,7 +10,7 @@ import pytest
 from agl_postgres import PostgresLightningStore
 from agl_postgres.connection import Call
 
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 
 class LoseFirstAnswer:

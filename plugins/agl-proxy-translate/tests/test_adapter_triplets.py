@@ -8,8 +8,8 @@ from agl_core.adapter.proxy_triplet import LlmProxyTraceToTriplet
 from agl_core.emitter import emit_reward
 from agl_core.llm_proxy import LLMProxy
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, FakeTokenizer, Reply, ToolCall
 from agl_core.types import Span
+from agl_testing.fake_openai import FakeOpenAIServer, FakeTokenizer, Reply, ToolCall
 
 
 def weather_model(request: dict[str, Any]) -> Reply:

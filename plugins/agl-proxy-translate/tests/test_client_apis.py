@@ -17,7 +17,7 @@ from agl_core.adapter.doctor import diagnose_rollout
 from agl_core.llm_proxy import LLMProxy
 from agl_core.llm_proxy.recording import CLIENT_API, TOKEN_IDS_MISSING
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import (
+from agl_testing.fake_openai import (
     FakeOpenAIServer,
     FakeTokenizer,
     Fault,

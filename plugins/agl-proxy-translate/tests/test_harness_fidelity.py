@@ -24,10 +24,10 @@ from agl_core.llm_proxy.recording import REFUSED, REQUEST_DROPPED, SIDE_CALL
 from agl_core.llm_proxy.request_options import KNOWN_VOLATILE_LINES, RequestOptions
 from agl_core.llm_proxy.streaming import iter_sse_data
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply
 from agl_proxy_translate.messages import messages_to_chat
 from agl_proxy_translate.responses import ResponsesStream, chat_to_response, responses_to_chat
 from agl_proxy_translate.translation import Translation
+from agl_testing.fake_openai import FakeOpenAIServer, Reply
 from tests.conftest import Rollout
 
 RESPONSE_EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)

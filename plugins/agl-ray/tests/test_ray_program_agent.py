@@ -13,7 +13,7 @@ import agl_core as agl
 from agl_core.llm_proxy import LLMProxy
 from agl_core.program import ProgramAgent
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.fake_openai import FakeOpenAIServer
+from agl_testing.fake_openai import FakeOpenAIServer
 
 pytestmark = pytest.mark.usefixtures("local_ray")
 

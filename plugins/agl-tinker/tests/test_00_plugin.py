@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 import agl_tinker
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli
+from agl_testing import records_by_name, run_cli
 
 
 def _loaded_manager() -> PluginManager:

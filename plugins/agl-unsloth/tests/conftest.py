@@ -9,8 +9,6 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-pytest_plugins = ["agl_core.testing"]
-
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -5,5 +5,3 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-pytest_plugins = ["agl_core.testing"]

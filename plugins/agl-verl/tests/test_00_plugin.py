@@ -13,7 +13,7 @@ import pytest
 import agl_verl
 import agl_verl.hooks
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli
+from agl_testing import records_by_name, run_cli
 
 PLUGIN_DIR = Path(__file__).resolve().parents[1]
 CORE_PYTHON = PLUGIN_DIR.parents[1] / ".venv" / "bin" / "python"
@@ -78,7 +78,7 @@ def test_core_only_venv_lists_verl_as_needing_packages() -> None:
     code = (
         "import agl_verl.hooks\n"
         "from agl_core.plugins import PluginManager\n"
-        "from agl_core.testing import run_cli\n"
+        "from agl_testing import run_cli\n"
         "m = PluginManager(strict=True)\n"
         "m.register(agl_verl.hooks, name='verl', distribution='agl-verl', version='0.4.0')\n"
         "print(run_cli('plugins', 'list', manager=m).output)\n"

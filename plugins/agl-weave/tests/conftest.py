@@ -14,9 +14,6 @@ from agl_core.store.memory import InMemoryLightningStore
 if TYPE_CHECKING:
     from agl_weave.tracer import WeaveTracer
 
-# Registered before anything imports agl_core.testing, so pytest can rewrite its asserts.
-pytest_plugins = ["agl_core.testing"]
-
 _LOCAL_HOSTS = {"127.0.0.1", "::1", "localhost"}
 
 

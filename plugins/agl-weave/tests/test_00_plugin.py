@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 import agl_weave
 from agl_core.plugins import PluginManager
-from agl_core.testing import records_by_name, run_cli
+from agl_testing import records_by_name, run_cli
 
 
 def _loaded_manager() -> PluginManager:
@@ -59,7 +59,7 @@ def test_loading_the_entry_point_and_importing_agl_core_import_no_weave() -> Non
 def test_agentlightning_03_paths_resolve_to_the_plugin() -> None:
     import agl_core
     import agl_weave.instrumentation as instrumentation
-    from agl_core.testing import use_plugin_manager
+    from agl_testing import use_plugin_manager
     from agl_weave.recording import WeaveSpanRecordingContext
     from agl_weave.routing import WeaveTracerManagedTraceServer
     from agl_weave.server import InMemoryWeaveTraceServer
@@ -85,8 +85,8 @@ def test_agentlightning_03_paths_resolve_to_the_plugin() -> None:
 
 
 def test_trainer_builds_the_tracer_by_name() -> None:
-    from agl_core.testing import use_plugin_manager
     from agl_core.trainer import Trainer
+    from agl_testing import use_plugin_manager
     from agl_weave.tracer import WeaveTracer
 
     with use_plugin_manager(_loaded_manager()):

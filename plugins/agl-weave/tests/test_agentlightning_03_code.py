@@ -18,8 +18,8 @@ import weave
 
 import agl_core as agl
 from agl_core.plugins import PluginManager
-from agl_core.testing import use_plugin_manager
-from agl_core.testing.fake_openai import FakeOpenAIServer, Reply
+from agl_testing import use_plugin_manager
+from agl_testing.fake_openai import FakeOpenAIServer, Reply
 
 
 def scripted_model(request: dict[str, Any]) -> Reply:

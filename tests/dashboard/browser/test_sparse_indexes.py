@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, expect
 
 from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 pytestmark = pytest.mark.slow
 BOUND_MS = 20_000

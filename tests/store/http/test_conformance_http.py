@@ -14,7 +14,7 @@ import pytest
 from agl_core.store import LightningStore
 from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.store_conformance import FakeClock, StoreConformance, StoreFactory
+from agl_testing.store_conformance import FakeClock, StoreConformance, StoreFactory
 
 
 def _served(backend: Callable[[FakeClock], LightningStore], servers: list[BackgroundServer]) -> StoreFactory:

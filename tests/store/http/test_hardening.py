@@ -14,8 +14,8 @@ import pytest
 
 from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.memory import InMemoryLightningStore
-from agl_core.testing.store_conformance import make_span
 from agl_core.types import Span
+from agl_testing.store_conformance import make_span
 
 from .conftest import TOKEN
 from .test_rest_api import request

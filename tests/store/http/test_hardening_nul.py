@@ -11,7 +11,7 @@ import pytest
 from agl_core.store.http import BackgroundServer
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 from .test_rest_api import request
 

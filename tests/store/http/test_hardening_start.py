@@ -23,7 +23,7 @@ from agl_core.store.http import BackgroundServer, LightningStoreClient
 from agl_core.store.http.errors import status_for_exception
 from agl_core.store.memory import InMemoryLightningStore
 from agl_core.store.sqlite import SqliteLightningStore
-from agl_core.testing.store_conformance import make_span
+from agl_testing.store_conformance import make_span
 
 from ._support import child_env, free_port
 from .test_rest_api import request

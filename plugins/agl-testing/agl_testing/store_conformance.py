@@ -3,7 +3,7 @@
 Usage (in any test module; the class name must start with ``Test`` so pytest collects it)::
 
     import pytest
-    from agl_core.testing.store_conformance import FakeClock, StoreConformance
+    from agl_testing.store_conformance import FakeClock, StoreConformance
 
     class TestMyStore(StoreConformance):
         @pytest.fixture
@@ -56,7 +56,6 @@ from agl_core.store import (
     RolloutNotFoundError,
 )
 from agl_core.store.logic import MAX_JSON_DEPTH
-from agl_core.testing.clock import FakeClock
 from agl_core.types import (
     LLM,
     Attempt,
@@ -71,6 +70,7 @@ from agl_core.types import (
     Span,
     Worker,
 )
+from agl_testing.clock import FakeClock
 
 __all__ = ["FakeClock", "StoreConformance", "StoreFactory", "make_span", "run_in_threads"]
 

@@ -48,8 +48,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from agl_core.testing import _fake_formats as formats
 from agl_core.utils.loop_thread import LoopThread
+from agl_testing import _fake_formats as formats
 
 __all__ = [
     "FakeOpenAIServer",

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 import pytest
 
-from agl_core.testing.fake_openai import (
+from agl_testing.fake_openai import (
     FakeOpenAIServer,
     FakeTokenizer,
     Fault,

@@ -1,6 +1,6 @@
-"""Run one page's code blocks in order (``python -m agl_core.testing._doc_block_runner STEPS.json``).
+"""Run one page's code blocks in order (``python -m agl_testing._doc_block_runner STEPS.json``).
 
-Started by :func:`agl_core.testing.doc_blocks.run_page` in a scratch folder.
+Started by :func:`agl_testing.doc_blocks.run_page` in a scratch folder.
 
 STEPS.json is a list of ``{"where", "file", "lang", "code"}`` (python code padded to its page lines).
 Python blocks (and hidden setups) run in one namespace on one event loop, top-level ``await`` allowed;

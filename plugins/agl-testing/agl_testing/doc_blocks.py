@@ -234,7 +234,7 @@ def run_page(
     full_env.pop("AGL_STORE_TOKEN", None)
     full_env.update(env or {})
     result = subprocess.run(
-        [interpreter, "-m", "agl_core.testing._doc_block_runner", str(steps_file)],
+        [interpreter, "-m", "agl_testing._doc_block_runner", str(steps_file)],
         cwd=workdir,
         env=full_env,
         capture_output=True,

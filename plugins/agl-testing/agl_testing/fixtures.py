@@ -1,4 +1,4 @@
-"""pytest fixtures for plugin authors (enable with ``pytest_plugins = ["agl_core.testing"]``)."""
+"""pytest fixtures for agl and its plugins (a pytest plugin: installing agl-testing enables them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from collections.abc import Iterator
 import pytest
 
 from agl_core.plugins import PluginManager
-from agl_core.testing.plugins import use_plugin_manager
+from agl_testing.plugins import use_plugin_manager
+
+# pytest marks a pytest11 plugin's files for assert rewriting only when installed from a wheel; this gives the
+# conformance suite's asserts pytest's messages in an editable install too (it is not imported yet here).
+pytest.register_assert_rewrite("agl_testing.store_conformance")
 
 
 @pytest.fixture

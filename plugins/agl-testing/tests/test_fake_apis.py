@@ -9,7 +9,7 @@ import anthropic
 import openai
 import pytest
 
-from agl_core.testing.fake_openai import FakeOpenAIServer, Fault, Reply, Rule, ToolCall
+from agl_testing.fake_openai import FakeOpenAIServer, Fault, Reply, Rule, ToolCall
 
 WEATHER_TOOL_RESPONSES = {
     "type": "function",
