@@ -1,9 +1,9 @@
 """The `LightningStore` contract: the queue and single source of truth between algorithms and runners.
 
 Every backend (in-memory, SQLite, the HTTP client, MongoDB, third-party plugins) subclasses
-`LightningStore` and passes the same conformance suite (`agl_core.testing.store_conformance`). The
-semantics that are not backend-specific live in `agl_core.store.logic`, which the bundled backends
-call so that they behave identically.
+`LightningStore` and passes the same conformance suite (`agl_testing.store_conformance`, in the
+agl-testing distribution). The semantics that are not backend-specific live in `agl_core.store.logic`,
+which the bundled backends call so that they behave identically.
 """
 
 from __future__ import annotations
