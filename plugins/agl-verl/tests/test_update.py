@@ -85,7 +85,7 @@ def test_samples_become_verls_transfer_queue_rows_one_session_per_rollout() -> N
         "max_global_steps": 2,
     }
     td = list_of_dict_to_tensordict(rows.fields)  # what goes into TransferQueue
-    assert td["input_ids"].is_nested and td["input_ids"].offsets().tolist() == [0, 5, 13, 18, 24]
+    assert td["input_ids"].is_nested and td["input_ids"].offsets().tolist() == [0, 5, 13, 18, 25]
 
 
 def test_verls_v1_grpo_counts_each_rollout_once_and_gives_all_its_samples_the_advantage() -> None:
