@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -318,9 +319,11 @@ class _AglRollouts:
         step = int(_plain(batch["global_steps"]))
         tasks = [trainer.agl_tasks[int(i)] for i in _plain(batch["raw_prompt"])]
         trainer.agl_bridge.point_proxy(trainer.llm_server_manager.server_addresses)
+        started = time.perf_counter()
         collected = trainer.agl_bridge.rollouts(
             tasks, mode="train", n=cfg.rollout_n, temperature=cfg.temperature, uids=uids
         )
+        seconds = time.perf_counter() - started  # V1's timing_s/gen is the replay buffer's wait only
         rows = to_transfer_queue(
             collected.samples,
             step=step,
@@ -342,8 +345,9 @@ class _AglRollouts:
         ]
         tq.kv_batch_put(keys=uids, partition_id="train", tags=status)
         metrics = collected.metrics | rows.metrics | {"agl/skipped_update": float(not rows.keys)}
+        metrics["agl/timing_s/rollout"] = seconds
         for key, value in metrics.items():  # a refill of failed groups adds to the step's counts
-            add = key.startswith("agl/n_")
+            add = key.startswith(("agl/n_", "agl/timing_s/"))
             trainer.agl_metrics[key] = trainer.agl_metrics.get(key, 0.0) + value if add else value
 
 
@@ -385,6 +389,7 @@ def _trainer_class() -> type:
             self.agl_history = agl_history
             self.agl_metrics: dict[str, float] = {}
             self.agl_samples: dict[str, Any] = {}  # TransferQueue key -> Sample, for rollout_data_dir
+            self.agl_training = False
             super().__init__(config)
 
         def _init_dataloader(self) -> None:
@@ -415,7 +420,14 @@ def _trainer_class() -> type:
             collected = self.agl_bridge.rollouts(
                 self.agl_val_tasks, mode="val", n=cfg.val_n, temperature=cfg.val_temperature
             )
-            return {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
+            metrics = {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
+            if not self.agl_training:  # val_before_train: logged outside a step
+                self.agl_history.append({"step": float(self.global_steps), **metrics})
+            return metrics
+
+        def on_train_begin(self) -> None:
+            super().on_train_begin()
+            self.agl_training = True  # from here on, validations are part of a step's metrics
 
         def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> Any:
             self.agl_metrics, self.agl_samples = {}, {}
