@@ -1,6 +1,6 @@
-"""verl-side helpers between a collected batch and the PPO update: the config tree and advantages.
+"""verl's config tree with agl's settings merged (runs on CPU; the plugin's tests use it with real verl).
 
-Both run on CPU (the plugin's tests use them with real verl); imports of verl are lazy.
+Imports of verl are lazy.
 """
 
 from __future__ import annotations
