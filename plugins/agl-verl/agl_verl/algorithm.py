@@ -1,31 +1,26 @@
-"""``VERL``: agl's store-fed rollouts driving verl's PPO/GRPO update on Ray.
+"""``VERL``: agl's store-fed rollouts driving verl's V1 PPO/GRPO trainer on Ray.
 
 What runs where: the agl trainer calls :meth:`VERL.run` on its event loop, which owns the store and the
-LLM proxy. The verl driver (``AglPPOTrainer``, a ``RayPPOTrainer``) runs in a worker thread and talks to
-the FSDP/vLLM Ray workers by RPC; for each batch it asks the event loop (thread-safe) to enqueue the
-tasks and wait for the agents' rollouts, which reach vLLM through the proxy so token ids are recorded.
-Per step: rollouts → ``DataProto`` → actor log-probs → advantages → actor update → weight sync into vLLM.
+LLM proxy. verl's driver (``AglPPOTrainer``, a V1 ``PPOTrainerSync``) runs in a worker thread and talks to
+the FSDP/vLLM Ray workers by RPC. Each step, verl's V1 loop asks its agent loop manager for the batch's
+prompts; agl's manager (``_AglRollouts``) enqueues their tasks in the store, waits for the agents'
+rollouts (which reach vLLM through the proxy, so token ids are recorded), turns their triplets into
+samples (:mod:`agl_verl.samples`) and writes them into TransferQueue the way verl's own
+``AgentLoopWorkerTQ`` does. verl then samples them from its ``ReplayBuffer`` and runs actor log-probs,
+GRPO advantages, the actor update and the weight sync into vLLM on TransferQueue keys.
 
-Trainer path: verl 0.9.1 ships two. The legacy ``RayPPOTrainer`` (``main_ppo_v0``) is decorated
-``@deprecated`` ("will be removed in v0.9.0", yet still shipped in 0.9.1); the V1 ``PPOTrainer``
-(``verl.trainer.ppo.v1``, ``trainer.use_v1=True``, the default of ``main_ppo``) is where verl is going:
-its ``fit(agent_loop_manager)`` samples each step from a ``ReplayBuffer`` over TransferQueue, which an
-``AgentLoopManager`` fills, and runs reward, old log-probs, advantages and the update on TransferQueue
-keys rather than on one ``DataProto``. agl-verl drives the **legacy** path (``trainer.use_v1=False``, set
-in :func:`agl_verl.update.compose_verl_config`): agl owns the rollout loop, and ``RayPPOTrainer``'s step
-methods (``_compute_old_log_prob``, ``_update_actor``, ``_save_checkpoint``, ``_load_checkpoint``) take
-the store's batch as one ``DataProto`` in agl's process, with agl's event loop at hand. That path is
-what ran end to end (CPU, ``make test-verl``: steps, weight sync, checkpoint and resume). The V1 port
-needs: an ``AgentLoopManager`` subclass whose ``generate_sequences`` runs the agl rollouts of the
-prompts' tasks through :class:`RolloutBridge` and writes every sample (prompt/response ids,
-``response_mask``, the sampler's log-probs, the reward) into TransferQueue's ``train`` partition
-(``val`` for validation) under the keys and tags verl's own ``AgentLoopWorkerTQ`` writes
-(``{uid}_{session}_{index}``; ``status``, lengths, ``global_steps``/``min_global_steps``/
-``max_global_steps`` for its staleness control), plus a prompt-group ``status`` tag; the reward stage fed
-by those rewards instead of verl's reward loop; agl's metrics and ``rollout_data_dir`` dump moved to V1's
-``_compute_metrics``/``_log_rollout_data``; V1's own resume; and this CPU loop test run on it. It is not
-written yet (no time this round); until it is, the supported range stays ``verl>=0.9,<0.10``, which
-still ships the legacy trainer.
+Trainer path: verl 0.9.1 ships two. The legacy ``RayPPOTrainer`` (``main_ppo_v0``) is ``@deprecated``
+("will be removed in v0.9.0", still shipped in 0.9.1, and ``main_ppo`` warns when it is chosen); the
+V1 ``PPOTrainer`` (``verl.trainer.ppo.v1``, ``trainer.use_v1=True``, ``main_ppo``'s default) is where
+verl is going, so agl-verl drives V1 (``trainer.v1.trainer_mode=sync``). V1's extension point is the
+agent loop manager (``TaskRunnerV1.init_agent_loop_manager``: anything with ``generate_sequences`` that
+puts its outputs into TransferQueue), which is where agl plugs in: verl keeps its own sampling,
+padding to whole mini-batches, advantages, checkpoints and resume. What agl overrides: the dataset (task
+indices instead of verl's parquet prompts), validation (agl rollouts with ``val_n``/``val_temperature``),
+the rollout-vs-actor log-prob check after ``_compute_old_log_prob``, the ``rollout_data_dir`` dump
+(token ids and log-probs), and the step's metrics (``agl/...`` plus verl's, also kept in
+:attr:`VERL.history`). GRPO on V1 groups each rollout once (its last sample's reward; verl broadcasts
+the advantage to the rollout's other samples), where the legacy path counted every sample of a rollout.
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ from typing import Any, TypeVar
 from agl_core.algorithm import Algorithm
 from agl_core.types import RolloutMode
 from agl_verl.config import VerlConfig, cpu_environment
-from agl_verl.data import BatchCollector, CollectedBatch, build_data_proto, write_samples
+from agl_verl.data import BatchCollector, CollectedBatch, to_transfer_queue
 
 __all__ = ["VERL", "RolloutBridge"]
 
@@ -81,19 +76,36 @@ class RolloutBridge:
         self.proxy.update_backends({self.model_name: [f"http://{addr}/v1" for addr in server_addresses]})
 
     def rollouts(
-        self, tasks: Sequence[Any], *, mode: RolloutMode, n: int, temperature: float
+        self,
+        tasks: Sequence[Any],
+        *,
+        mode: RolloutMode,
+        n: int,
+        temperature: float,
+        uids: Sequence[str] | None = None,
     ) -> CollectedBatch:
-        """Publish the sampling parameters as the ``main_llm`` resource, run the tasks, collect samples."""
-        return self._call(self._rollouts(tasks, mode=mode, n=n, temperature=temperature))
+        """Publish the sampling parameters as the ``main_llm`` resource, run the tasks, collect samples.
+
+        ``uids``: each task's group uid (verl's prompt uid); new ones when None.
+        """
+        return self._call(self._rollouts(tasks, mode=mode, n=n, temperature=temperature, uids=uids))
 
     async def _rollouts(
-        self, tasks: Sequence[Any], *, mode: RolloutMode, n: int, temperature: float
+        self,
+        tasks: Sequence[Any],
+        *,
+        mode: RolloutMode,
+        n: int,
+        temperature: float,
+        uids: Sequence[str] | None,
     ) -> CollectedBatch:
         resource = self.proxy.as_resource(
             model=self.model_name, sampling_parameters={"temperature": temperature}
         )
         update = await self.collector.store.add_resources({"main_llm": resource})
-        handles = await self.collector.enqueue(tasks, mode=mode, n=n, resources_id=update.resources_id)
+        handles = await self.collector.enqueue(
+            tasks, mode=mode, n=n, resources_id=update.resources_id, uids=uids
+        )
         return await self.collector.collect(handles, timeout=self.timeout, flush=self._flush_proxy)
 
     async def _flush_proxy(self) -> None:
@@ -213,232 +225,263 @@ def _train_blocking(
     val_tasks: list[Any],
     history: list[dict[str, float]],
 ) -> None:
-    """Build verl's config, workers and trainer, then run the agl-driven loop (worker thread)."""
+    """Build verl's config, TransferQueue, workers and V1 trainer, then train (worker thread).
+
+    As verl 0.9.1's ``main_ppo.TaskRunnerV1.run``, in this process instead of a Ray actor.
+    """
     env = cpu_environment() if config.cpu_platform else {}
     if config.cpu_platform:
         _use_cpu_platform()
+    env["TRANSFER_QUEUE_ENABLE"] = "1"  # what main_ppo.run_ppo gives the workers with transfer_queue.enable
     import ray
+    import transfer_queue as tq  # type: ignore[import-not-found]
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
 
     from agl_verl.update import compose_verl_config
 
     verl_config = compose_verl_config(config)
-    started_ray = not ray.is_initialized()
-    _init_ray(verl_config, env)
-    try:
-        trainer = _make_trainer(verl_config, config, bridge, tasks, val_tasks, history)
-        trainer.init_workers()
-        trainer.fit()
-    finally:
-        if started_ray:  # stops verl's workers and vLLM servers too; a Ray the caller started is left alone
-            ray.shutdown()
-
-
-def _make_trainer(
-    verl_config: Any,
-    config: VerlConfig,
-    bridge: RolloutBridge,
-    tasks: list[Any],
-    val_tasks: list[Any],
-    history: list[dict[str, float]],
-) -> Any:
-    """An ``AglPPOTrainer`` wired like verl 0.9.1's ``main_ppo_v0.TaskRunner.run``."""
-    from omegaconf import OmegaConf
-    from verl.trainer.main_ppo_v0 import BaseTaskRunner
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import omega_conf_to_dataclass, validate_config
-
-    OmegaConf.resolve(verl_config)
-    runner = BaseTaskRunner()
-    actor_rollout_cls, worker_group_cls = runner.add_actor_rollout_worker(verl_config)
-    runner.add_ref_policy_worker(verl_config, actor_rollout_cls)
     validate_config(
         config=verl_config,
         use_reference_policy=need_reference_policy(verl_config),
         use_critic=need_critic(verl_config),
     )
-    model_config = omega_conf_to_dataclass(verl_config.actor_rollout_ref.model)
-    trainer_cls = _trainer_class()
-    return trainer_cls(
-        config=verl_config,
-        tokenizer=model_config.tokenizer,
-        processor=model_config.processor,
-        role_worker_mapping=runner.role_worker_mapping,
-        resource_pool_manager=runner.init_resource_pool_mgr(verl_config),
-        ray_worker_group_cls=worker_group_cls,
-        train_dataset=_TaskDataset(tasks),
-        val_dataset=_TaskDataset(val_tasks or tasks[:1]),
-        collate_fn=_collate_tasks,
-        agl_config=config,
-        agl_bridge=bridge,
-        agl_val_tasks=val_tasks,
-        agl_history=history,
-    )
+    OmegaConf.resolve(verl_config)
+    started_ray = not ray.is_initialized()
+    _init_ray(verl_config, env)
+    try:
+        tq.init(verl_config.transfer_queue)
+        try:
+            trainer = _trainer_class()(
+                verl_config,
+                agl_config=config,
+                agl_bridge=bridge,
+                agl_tasks=tasks,
+                agl_val_tasks=val_tasks,
+                agl_history=history,
+            )
+            trainer.init()
+            trainer.fit(_AglRollouts(trainer))
+        finally:
+            tq.close()
+    finally:
+        if started_ray:  # stops verl's workers and vLLM servers too; a Ray the caller started is left alone
+            ray.shutdown()
 
 
 class _TaskDataset:
-    """Task inputs as a map-style dataset for verl's dataloader."""
+    """Task indices as a map-style dataset for verl's dataloader (its state is what a checkpoint saves)."""
 
-    def __init__(self, tasks: list[Any]) -> None:
-        self.tasks = tasks
+    def __init__(self, n_tasks: int) -> None:
+        self.n_tasks = n_tasks
 
     def __len__(self) -> int:
-        return len(self.tasks)
+        return self.n_tasks
 
-    def __getitem__(self, index: int) -> Any:
-        return self.tasks[index]
+    def __getitem__(self, index: int) -> int:
+        return index
 
 
-def _collate_tasks(items: list[Any]) -> dict[str, Any]:
-    import numpy as np
+def _collate_tasks(items: list[int]) -> dict[str, Any]:
+    """A batch as verl's V1 trainer reads it: ``raw_prompt`` (here: task indices) sizes the batch."""
+    import torch
 
-    column = np.empty(len(items), dtype=object)
-    column[:] = items
-    return {"agl_task": column}
+    return {"raw_prompt": torch.tensor(items, dtype=torch.long)}
+
+
+def _plain(value: Any) -> Any:
+    """A TensorDict entry as plain Python (``NonTensorStack`` → list, ``NonTensorData`` → its data)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return getattr(value, "data", value)
+
+
+class _AglRollouts:
+    """verl V1's agent loop manager: the prompts' tasks run as agl rollouts, samples into TransferQueue.
+
+    Writes what verl's ``AgentLoopWorkerTQ`` writes: one key ``{uid}_{session}_{index}`` per sample
+    (session: the rollout's place in its group; index: the sample's place in the rollout, the last one
+    being the rollout's final output), its fields and tags, then the prompt's ``status`` tag
+    (``finished``; ``failure`` when none of its rollouts gave a sample, which verl's replay buffer refills).
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        self.trainer = trainer
+
+    def generate_sequences(self, batch: Any) -> None:
+        """Run the batch's tasks (blocking: V1's sync trainer samples right after) and store the samples."""
+        import transfer_queue as tq  # type: ignore[import-not-found]
+
+        trainer = self.trainer
+        cfg: VerlConfig = trainer.agl_config
+        uids = [str(uid) for uid in _plain(batch["uid"])]
+        step = int(_plain(batch["global_steps"]))
+        tasks = [trainer.agl_tasks[int(i)] for i in _plain(batch["raw_prompt"])]
+        trainer.agl_bridge.point_proxy(trainer.llm_server_manager.server_addresses)
+        started = time.perf_counter()
+        collected = trainer.agl_bridge.rollouts(
+            tasks, mode="train", n=cfg.rollout_n, temperature=cfg.temperature, uids=uids
+        )
+        seconds = time.perf_counter() - started  # V1's timing_s/gen is the replay buffer's wait only
+        rows = to_transfer_queue(
+            collected.samples,
+            step=step,
+            max_prompt_length=cfg.max_prompt_length,
+            max_response_length=cfg.max_response_length,
+        )
+        if rows.keys:
+            fields = _to_tensordict(rows.fields)
+            tq.kv_batch_put(keys=rows.keys, partition_id="train", fields=fields, tags=rows.tags)
+        trainer.agl_samples.update(zip(rows.keys, rows.samples, strict=True))
+        with_samples = {key.rsplit("_", 2)[0] for key in rows.keys}
+        status = [
+            {
+                "is_prompt": True,
+                "status": "finished" if uid in with_samples else "failure",
+                "global_steps": step,
+            }
+            for uid in uids
+        ]
+        tq.kv_batch_put(keys=uids, partition_id="train", tags=status)
+        metrics = collected.metrics | rows.metrics | {"agl/skipped_update": float(not rows.keys)}
+        metrics["agl/timing_s/rollout"] = seconds
+        for key, value in metrics.items():  # a refill of failed groups adds to the step's counts
+            add = key.startswith(("agl/n_", "agl/timing_s/"))
+            trainer.agl_metrics[key] = trainer.agl_metrics.get(key, 0.0) + value if add else value
+
+
+def _to_tensordict(fields: list[dict[str, Any]]) -> Any:
+    from verl.utils.tensordict_utils import list_of_dict_to_tensordict
+
+    return list_of_dict_to_tensordict(fields)
 
 
 def _trainer_class() -> type:
-    """Define ``AglPPOTrainer`` lazily (its base class needs verl, Ray and torch)."""
+    """Define ``AglPPOTrainer`` lazily (its base class needs verl, Ray, torch and TransferQueue)."""
+    import json
+
+    import numpy as np
     import torch
-    from verl.trainer.ppo.metric_utils import compute_data_metrics
-    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
-    from verl.utils.metric import reduce_metrics
-    from verl.utils.tracking import Tracking
+    import transfer_queue as tq  # type: ignore[import-not-found]
+    from omegaconf import open_dict
+    from torchdata.stateful_dataloader import StatefulDataLoader  # type: ignore[import-not-found]
+    from verl.trainer.ppo.utils import create_rl_sampler
+    from verl.trainer.ppo.v1 import PPOTrainerSync
 
-    from agl_verl.update import prepare_for_update
-
-    class AglPPOTrainer(RayPPOTrainer):  # type: ignore[misc]
-        """``RayPPOTrainer`` whose generation step is agl rollouts from the store."""
+    class AglPPOTrainer(PPOTrainerSync):  # type: ignore[misc]
+        """verl's V1 sync trainer over agl tasks; rollouts come from :class:`_AglRollouts`."""
 
         def __init__(
             self,
-            *args: Any,
+            config: Any,
+            *,
             agl_config: VerlConfig,
             agl_bridge: RolloutBridge,
+            agl_tasks: list[Any],
             agl_val_tasks: list[Any],
             agl_history: list[dict[str, float]],
-            **kwargs: Any,
         ) -> None:
-            super().__init__(*args, **kwargs)
             self.agl_config = agl_config
             self.agl_bridge = agl_bridge
+            self.agl_tasks = agl_tasks
             self.agl_val_tasks = agl_val_tasks
             self.agl_history = agl_history
+            self.agl_metrics: dict[str, float] = {}
+            self.agl_samples: dict[str, Any] = {}  # TransferQueue key -> Sample, for rollout_data_dir
+            self.agl_training = False
+            super().__init__(config)
 
-        def _agl_log(self, tracking: Any, metrics: dict[str, float]) -> None:
-            self.agl_history.append({"step": float(self.global_steps), **metrics})
-            tracking.log(data=metrics, step=self.global_steps)
+        def _init_dataloader(self) -> None:
+            """The tasks' indices in verl's stateful dataloader (V1's own reads parquet prompts)."""
+            data = self.config.data
+            self.train_dataset = _TaskDataset(len(self.agl_tasks))
+            self.train_dataloader = StatefulDataLoader(
+                dataset=self.train_dataset,
+                batch_size=data.get("gen_batch_size", None) or data.train_batch_size,
+                num_workers=data["dataloader_num_workers"],
+                drop_last=True,
+                collate_fn=_collate_tasks,
+                sampler=create_rl_sampler(data, self.train_dataset),
+            )
+            self.train_dataloader_it = None
+            self.steps_per_epoch = len(self.train_dataset) // data.train_batch_size
+            total = self.config.trainer.total_training_steps
+            self.total_training_steps = total or self.steps_per_epoch * self.config.trainer.total_epochs
+            with open_dict(self.config):
+                self.config.actor_rollout_ref.actor.optim.total_training_steps = self.total_training_steps
 
-        def _agl_rollouts(self, tasks: list[Any], mode: RolloutMode) -> CollectedBatch:
-            self.agl_bridge.point_proxy(self.llm_server_manager.server_addresses)
-            cfg = self.agl_config
-            n = cfg.rollout_n if mode == "train" else cfg.val_n
-            temperature = cfg.temperature if mode == "train" else cfg.val_temperature
-            return self.agl_bridge.rollouts(tasks, mode=mode, n=n, temperature=temperature)
-
-        def _agl_validate(self) -> dict[str, float]:
+        def _validate(self) -> dict[str, float]:
+            """agl rollouts of the validation tasks (``val_n``, ``val_temperature``); ``val/`` metrics."""
             if not self.agl_val_tasks:
-                return {}
-            collected = self._agl_rollouts(self.agl_val_tasks, "val")
-            return {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
-
-        def _agl_step(self, tasks: list[Any]) -> dict[str, float]:
-            """One step; its phases' seconds as ``agl/timing_s/{rollout,old_log_prob,update,weight_sync}``."""
-            started = time.perf_counter()
-            timing: dict[str, float] = {}
-            metrics = self._agl_step_phases(tasks, timing)
-            timing["step"] = time.perf_counter() - started
-            return metrics | {f"agl/timing_s/{name}": seconds for name, seconds in timing.items()}
-
-        def _agl_step_phases(self, tasks: list[Any], timing: dict[str, float]) -> dict[str, float]:
+                return {"val/n_rollouts": 0.0}
             cfg = self.agl_config
-            clock = time.perf_counter()
-            collected = self._agl_rollouts(tasks, "train")
-            timing["rollout"] = time.perf_counter() - clock
-            self.checkpoint_manager.sleep_replicas()
-            metrics = dict(collected.metrics)
-            if not collected.samples:
-                logger.warning("Step %s: no usable rollout; the update is skipped.", self.global_steps)
-                self.checkpoint_manager.update_weights(self.global_steps)
-                return metrics | {"agl/skipped_update": 1.0}
-            batch, data_metrics = build_data_proto(
-                collected.samples,
-                pad_token_id=self.tokenizer.pad_token_id,
-                max_prompt_length=cfg.max_prompt_length,
-                max_response_length=cfg.max_response_length,
+            self.agl_bridge.point_proxy(self.llm_server_manager.server_addresses)
+            collected = self.agl_bridge.rollouts(
+                self.agl_val_tasks, mode="val", n=cfg.val_n, temperature=cfg.val_temperature
             )
-            batch, update_metrics = prepare_for_update(batch, cfg)
-            metrics |= data_metrics | update_metrics
-            if len(batch) == 0:
-                self.checkpoint_manager.update_weights(self.global_steps)
-                return metrics
-            batch.meta_info["temperature"] = cfg.temperature
-            batch.meta_info["global_token_num"] = batch.batch["attention_mask"].sum(dim=-1).tolist()
-            rollout_log_probs = batch.batch.pop("agl_rollout_log_probs")
-            clock = time.perf_counter()
-            old_log_prob, _ = self._compute_old_log_prob(batch)
-            timing["old_log_prob"] = time.perf_counter() - clock
-            old_log_prob.batch.pop("entropys")
-            metrics |= _logprob_agreement(
-                rollout_log_probs, old_log_prob.batch["old_log_probs"], batch.batch["response_mask"]
-            )
-            batch = batch.union(old_log_prob)
-            if self.use_reference_policy:
-                batch = batch.union(self._compute_ref_log_prob(batch))
-            clock = time.perf_counter()
-            actor_output = self._update_actor(batch)
-            timing["update"] = time.perf_counter() - clock
-            clock = time.perf_counter()
-            self.checkpoint_manager.update_weights(self.global_steps)
-            timing["weight_sync"] = time.perf_counter() - clock
-            dump_dir = self.config.trainer.get("rollout_data_dir")
-            if dump_dir:
-                os.makedirs(dump_dir, exist_ok=True)
-                write_samples(batch, rollout_log_probs, os.path.join(dump_dir, f"{self.global_steps}.jsonl"))
-            metrics |= reduce_metrics(actor_output.meta_info["metrics"])
-            metrics |= compute_data_metrics(batch=batch, use_critic=False)
+            metrics = {key.replace("agl/", "val/", 1): value for key, value in collected.metrics.items()}
+            if not self.agl_training:  # val_before_train: logged outside a step
+                self.agl_history.append({"step": float(self.global_steps), **metrics})
             return metrics
 
-        def fit(self) -> None:
-            """agl's loop: rollouts from the store, verl's update, metrics to verl's ``Tracking`` loggers."""
-            tracking = Tracking(
-                project_name=self.config.trainer.project_name,
-                experiment_name=self.config.trainer.experiment_name,
-                default_backend=self.config.trainer.logger,
+        def on_train_begin(self) -> None:
+            super().on_train_begin()
+            self.agl_training = True  # from here on, validations are part of a step's metrics
+
+        def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> Any:
+            self.agl_metrics, self.agl_samples = {}, {}
+            batch = super().step(metrics, timing_raw)
+            metrics.update(self.agl_metrics)
+            return batch
+
+        def _compute_old_log_prob(self, batch: Any, metrics: dict[str, Any]) -> Any:
+            """verl's, then how close vLLM's sampling log-probs are to the actor's (after a sync: ~0)."""
+            batch = super()._compute_old_log_prob(batch, metrics)
+            names = ["rollout_log_probs", "old_log_probs", "response_mask"]
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=names)
+            data = data.to_padded_tensor()
+            metrics.update(
+                _logprob_agreement(data["rollout_log_probs"], data["old_log_probs"], data["response_mask"])
             )
-            self.global_steps = 0
-            self._load_checkpoint()  # resume_mode: the saved step, weights, optimizer, dataloader position
-            self.checkpoint_manager.update_weights(self.global_steps)
-            if self.config.trainer.get("val_before_train", True):
-                self._agl_log(tracking, self._agl_validate())
-            if self.global_steps >= self.total_training_steps:
-                logger.warning(
-                    "The checkpoint is at step %s of %s: nothing left to train (raise total_training_steps "
-                    "or set resume_mode='disable').",
-                    self.global_steps,
-                    self.total_training_steps,
-                )
-                return
-            first_epoch = self.global_steps // len(self.train_dataloader)
-            self.global_steps += 1
-            test_freq = self.config.trainer.test_freq
-            for _ in range(first_epoch, self.config.trainer.total_epochs):
-                for batch_dict in self.train_dataloader:
-                    last = self.global_steps >= self.total_training_steps
-                    metrics = self._agl_step(list(batch_dict["agl_task"]))
-                    if test_freq > 0 and (last or self.global_steps % test_freq == 0):
-                        metrics |= self._agl_validate()
-                    save_freq = self.config.trainer.save_freq
-                    if save_freq > 0 and (last or self.global_steps % save_freq == 0):
-                        self._save_checkpoint()
-                    self._agl_log(tracking, metrics)
-                    if last:
-                        return
-                    self.global_steps += 1
+            return batch
+
+        def _compute_metrics(
+            self, batch: Any, metrics: dict[str, Any], timing_raw: Any, global_steps: int, epoch: int
+        ) -> None:
+            super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+            numbers = {k: float(v) for k, v in metrics.items() if isinstance(v, int | float | np.number)}
+            self.agl_history.append({"step": float(global_steps), **numbers})
+
+        def _log_rollout_data(self, batch: Any, timing_raw: Any, rollout_data_dir: str) -> None:
+            """``<step>.jsonl``: each sample's ids, reward, advantage, sampler and actor log-probs."""
+            names = ["advantages", "old_log_probs"]
+            data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=names)
+            data = data.to_padded_tensor()
+            os.makedirs(rollout_data_dir, exist_ok=True)
+            path = os.path.join(rollout_data_dir, f"{self.global_steps}.jsonl")
+            with open(path, "w", encoding="utf-8") as sink:
+                for row, key in enumerate(batch.keys):
+                    sample = self.agl_samples.get(key)
+                    if sample is None:  # verl's padding up to whole mini-batches
+                        continue
+                    n = len(sample.response_ids)
+                    record = {
+                        "rollout_id": sample.rollout_id,
+                        "uid": sample.uid,
+                        "turn_index": sample.turn_index,
+                        "prompt_ids": sample.prompt_ids,
+                        "response_ids": sample.response_ids,
+                        "reward": sample.reward,
+                        "advantage": float(data["advantages"][row, 0]),
+                        "rollout_log_probs": [None if v != v else v for v in sample.response_logprobs],
+                        "old_log_probs": data["old_log_probs"][row, :n].tolist(),
+                    }
+                    sink.write(json.dumps(record) + "\n")
 
     def _logprob_agreement(
         rollout: torch.Tensor, actor: torch.Tensor, mask: torch.Tensor
     ) -> dict[str, float]:
-        """How close vLLM's sampling log-probs are to the actor's on the same tokens (after a sync: ~0)."""
         keep = mask.bool() & ~torch.isnan(rollout)
         if not bool(keep.any()):
             return {}

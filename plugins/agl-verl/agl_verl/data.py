@@ -1,4 +1,4 @@
-"""Store rollouts → verl ``DataProto``: enqueue a batch, wait with a timeout, apply the failure policy, pad.
+"""Store rollouts → verl V1 TransferQueue rows: enqueue a batch, wait with a timeout, apply the policy.
 
 :class:`BatchCollector` is the rollout half of a training step: it replaces verl's own generation. It
 runs on CPU and is what the plugin's tests exercise against a real store and real verl.
@@ -6,13 +6,11 @@ runs on CPU and is what the plugin's tests exercise against a real store and rea
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from agl_core.adapter import LlmProxyTraceToTriplet, TraceToTripletBase
 from agl_core.store import LightningStore
@@ -20,10 +18,7 @@ from agl_core.types import EnqueueRolloutRequest, Rollout, RolloutConfig, Rollou
 from agl_verl.config import VerlConfig
 from agl_verl.samples import Sample, SampleStats, triplets_to_samples
 
-if TYPE_CHECKING:
-    from verl import DataProto
-
-__all__ = ["BatchCollector", "CollectedBatch", "RolloutHandle", "build_data_proto", "write_samples"]
+__all__ = ["BatchCollector", "CollectedBatch", "RolloutHandle", "TqBatch", "to_transfer_queue"]
 
 logger = logging.getLogger("agl_core.algorithm.verl.data")
 
@@ -73,18 +68,29 @@ class BatchCollector:
         )
 
     async def enqueue(
-        self, tasks: Sequence[Any], *, mode: RolloutMode, n: int, resources_id: str | None = None
+        self,
+        tasks: Sequence[Any],
+        *,
+        mode: RolloutMode,
+        n: int,
+        resources_id: str | None = None,
+        uids: Sequence[str] | None = None,
     ) -> list[RolloutHandle]:
-        """Enqueue ``n`` rollouts per task in one store call; the ``n`` copies share a group uid."""
+        """Enqueue ``n`` rollouts per task in one store call; the ``n`` copies share a group uid.
+
+        ``uids``: the group uid of each task (verl's prompt uids); new random ones when None.
+        """
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}.")
+        if uids is not None and len(uids) != len(tasks):
+            raise ValueError(f"{len(uids)} uids for {len(tasks)} tasks.")
         rollout_config = RolloutConfig(
             timeout_seconds=self.config.rollout_timeout_s, unresponsive_seconds=self.config.rollout_timeout_s
         )
         requests: list[EnqueueRolloutRequest] = []
         groups: list[tuple[str, int]] = []
         for task_index, task in enumerate(tasks):
-            uid = uuid.uuid4().hex
+            uid = uuid.uuid4().hex if uids is None else uids[task_index]
             for _ in range(n):
                 requests.append(
                     EnqueueRolloutRequest(
@@ -192,112 +198,98 @@ class BatchCollector:
             return []
 
 
-def build_data_proto(
-    samples: Sequence[Sample], *, pad_token_id: int, max_prompt_length: int, max_response_length: int
-) -> tuple[DataProto, dict[str, float]]:
-    """Pad samples into a verl ``DataProto`` and return it with truncation metrics.
+@dataclass
+class TqBatch:
+    """Samples as TransferQueue rows the way verl's ``AgentLoopWorkerTQ`` writes them (V1 trainer).
 
-    Tensors: ``prompts`` (left-padded), ``responses`` (right-padded), ``input_ids``, ``attention_mask``,
-    ``position_ids`` (``clamp(cumsum(mask) - 1, 0)``), ``response_mask``, ``token_level_scores`` (the
-    reward on the last response token), ``agl_rollout_log_probs`` (the sampler's, NaN where unknown),
-    ``is_drop_mask`` (prompt was longer than ``max_prompt_length``; its last tokens are kept).
-    Non-tensors: ``uid`` (the GRPO group), ``rollout_id``, ``turn_index``.
-    Responses longer than ``max_response_length`` are cut, and the reward moves to the last kept token.
-
-    Raises:
-        ValueError: ``samples`` is empty (no rollout produced data; see the collector's metrics).
+    ``keys[i]`` is ``{uid}_{session}_{index}`` (session: the rollout's place in its group; index: the
+    sample's place in the rollout, so the highest is the rollout's final output, whose reward verl's V1
+    GRPO uses and whose advantage it gives the rollout's other samples); ``fields[i]`` and ``tags[i]``
+    are its TransferQueue fields and tags; ``samples[i]`` the (truncated) sample they came from.
     """
-    import numpy as np
+
+    keys: list[str] = field(default_factory=list)
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    tags: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def to_transfer_queue(
+    samples: Sequence[Sample], *, step: int, max_prompt_length: int, max_response_length: int
+) -> TqBatch:
+    """Samples → verl V1's TransferQueue rows for training step ``step``.
+
+    Fields: ``prompts``, ``responses``, ``response_mask`` (= ``loss_mask``), ``input_ids``,
+    ``position_ids`` (0..n-1: no padding inside a row), ``rollout_log_probs`` (the sampler's, NaN where
+    unknown), ``rm_scores`` (the reward on the last response token), ``num_turns`` (calls merged into
+    the sample), ``uid``, ``session_id``, ``global_steps``, ``extra_fields`` (the weight version
+    ``step - 1``: synced at the end of the previous step), ``multi_modal_inputs`` (empty). Tags: status,
+    lengths, versions (verl's staleness control and batch balancing read them).
+    A prompt longer than ``max_prompt_length`` leaves its sample out (``agl/n_dropped_long_prompts``);
+    a response longer than ``max_response_length`` is cut (``agl/n_truncated_responses``).
+    """
     import torch
-    from verl import DataProto
 
-    if not samples:
-        raise ValueError("No training samples: every rollout failed, timed out or recorded no token ids.")
-    prompts = [s.prompt_ids[-max_prompt_length:] for s in samples]
-    responses = [s.response_ids[:max_response_length] for s in samples]
-    masks = [s.response_mask[:max_response_length] for s in samples]
-    width_p = max(len(p) for p in prompts)
-    width_r = max(len(r) for r in responses)
-    batch = len(samples)
-    prompt_t = torch.full((batch, width_p), pad_token_id, dtype=torch.long)
-    prompt_att = torch.zeros((batch, width_p), dtype=torch.long)
-    resp_t = torch.full((batch, width_r), pad_token_id, dtype=torch.long)
-    resp_att = torch.zeros((batch, width_r), dtype=torch.long)
-    resp_mask = torch.zeros((batch, width_r), dtype=torch.long)
-    scores = torch.zeros((batch, width_r), dtype=torch.float32)
-    rollout_lp = torch.full((batch, width_r), float("nan"), dtype=torch.float32)
-    for row, (sample, prompt, response, mask) in enumerate(
-        zip(samples, prompts, responses, masks, strict=True)
-    ):
-        prompt_t[row, width_p - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
-        prompt_att[row, width_p - len(prompt) :] = 1
-        resp_t[row, : len(response)] = torch.tensor(response, dtype=torch.long)
-        resp_att[row, : len(response)] = 1
-        resp_mask[row, : len(mask)] = torch.tensor(mask, dtype=torch.long)
-        scores[row, len(response) - 1] = sample.reward
-        logprobs = (sample.response_logprobs or [float("nan")] * len(response))[: len(response)]
-        rollout_lp[row, : len(logprobs)] = torch.tensor(logprobs, dtype=torch.float32)
-    attention = torch.cat([prompt_att, resp_att], dim=1)
-    tensors = {
-        "prompts": prompt_t,
-        "responses": resp_t,
-        "input_ids": torch.cat([prompt_t, resp_t], dim=1),
-        "attention_mask": attention,
-        "position_ids": torch.clamp(torch.cumsum(attention, dim=1) - 1, min=0),
-        "response_mask": resp_mask,
-        "token_level_scores": scores,
-        "agl_rollout_log_probs": rollout_lp,
-        "is_drop_mask": torch.tensor([len(s.prompt_ids) > max_prompt_length for s in samples]),
-    }
-    non_tensors = {
-        "uid": np.array([s.uid for s in samples], dtype=object),
-        "rollout_id": np.array([s.rollout_id for s in samples], dtype=object),
-        "turn_index": np.array([s.turn_index for s in samples], dtype=object),
-    }
-    metrics = {
-        "agl/n_truncated_prompts": float(sum(len(s.prompt_ids) > max_prompt_length for s in samples)),
-        "agl/n_truncated_responses": float(sum(len(s.response_ids) > max_response_length for s in samples)),
-        "agl/mean_response_length": float(resp_att.sum(dim=1).float().mean()),
-    }
-    return DataProto.from_dict(tensors=tensors, non_tensors=non_tensors), metrics
-
-
-def write_samples(batch: DataProto, rollout_log_probs: Any, path: str | os.PathLike[str]) -> int:
-    """Write one JSON line per sample of an updated batch (``rollout_data_dir``); returns the count.
-
-    Each line: ``rollout_id``, ``uid``, ``turn_index``, ``prompt_ids`` and ``response_ids`` (unpadded),
-    ``reward``, ``advantage``, ``rollout_log_probs`` (the sampler's; null where unknown) and
-    ``old_log_probs`` (the actor's before the update), per response token. Padding rows (no response
-    token in the loss) are left out.
-    """
-    import math
-
-    tensors = batch.batch
-    width_p = tensors["prompts"].shape[1]
-    written = 0
-    with open(path, "w", encoding="utf-8") as sink:
-        for row in range(len(batch)):
-            mask = tensors["response_mask"][row]
-            if not bool(mask.any()):
-                continue
-            attention = tensors["attention_mask"][row]
-            n_prompt = int(attention[:width_p].sum())
-            n_response = int(attention[width_p:].sum())
-            rollout_lp = rollout_log_probs[row, :n_response].tolist()
-            record = {
-                "rollout_id": str(batch.non_tensor_batch["rollout_id"][row]),
-                "uid": str(batch.non_tensor_batch["uid"][row]),
-                "turn_index": int(batch.non_tensor_batch["turn_index"][row]),
-                "prompt_ids": tensors["prompts"][row, width_p - n_prompt :].tolist(),
-                "response_ids": tensors["responses"][row, :n_response].tolist(),
-                "reward": float(tensors["token_level_scores"][row].sum()),
-                "advantage": float(tensors["advantages"][row, 0]),
-                "rollout_log_probs": [None if math.isnan(v) else v for v in rollout_lp],
-                "old_log_probs": tensors["old_log_probs"][row, :n_response].tolist(),
+    out = TqBatch()
+    sessions: dict[str, dict[str, int]] = {}
+    n_in_session: dict[tuple[str, int], int] = {}
+    n_long = n_cut = 0
+    for sample in samples:
+        if len(sample.prompt_ids) > max_prompt_length:
+            n_long += 1
+            continue
+        n_cut += len(sample.response_ids) > max_response_length
+        length = min(len(sample.response_ids), max_response_length)
+        logprobs = list(sample.response_logprobs[:length])
+        logprobs += [float("nan")] * (length - len(logprobs))
+        sample = replace(
+            sample,
+            response_ids=sample.response_ids[:length],
+            response_mask=sample.response_mask[:length],
+            response_logprobs=logprobs,
+        )
+        group = sessions.setdefault(sample.uid, {})
+        session = group.setdefault(sample.rollout_id, len(group))
+        index = n_in_session.get((sample.uid, session), 0)
+        n_in_session[(sample.uid, session)] = index + 1
+        prompts = torch.tensor(sample.prompt_ids, dtype=torch.int64)
+        responses = torch.tensor(sample.response_ids, dtype=torch.int64)
+        response_mask = torch.tensor(sample.response_mask, dtype=torch.int64)
+        rm_scores = torch.zeros(length, dtype=torch.float32)
+        rm_scores[-1] = sample.reward
+        input_ids = torch.cat([prompts, responses])
+        versions = {"min_global_steps": step - 1, "max_global_steps": step - 1}
+        out.keys.append(f"{sample.uid}_{session}_{index}")
+        out.samples.append(sample)
+        out.fields.append(
+            {
+                "prompts": prompts,
+                "responses": responses,
+                "response_mask": response_mask,
+                "loss_mask": response_mask,
+                "input_ids": input_ids,
+                "position_ids": torch.arange(len(input_ids), dtype=torch.int64),
+                "rollout_log_probs": torch.tensor(logprobs, dtype=torch.float32),
+                "rm_scores": rm_scores,
+                "num_turns": sample.n_calls,
+                "uid": sample.uid,
+                "session_id": session,
+                "global_steps": step,
+                "extra_fields": dict(versions),
+                "multi_modal_inputs": {},
             }
-            sink.write(json.dumps(record) + "\n")
-            written += 1
-    return written
+        )
+        lengths = {"prompt_len": len(prompts), "response_len": length, "seq_len": len(input_ids)}
+        out.tags.append({"status": "success", **lengths, "global_steps": step, **versions})
+    out.metrics = {
+        "agl/n_dropped_long_prompts": float(n_long),
+        "agl/n_truncated_responses": float(n_cut),
+        "agl/mean_response_length": (
+            sum(len(s.response_ids) for s in out.samples) / len(out.samples) if out.samples else 0.0
+        ),
+    }
+    return out
 
 
 def task_list(dataset: Any) -> list[Mapping[str, Any] | Any]:
