@@ -45,10 +45,19 @@ class EnqueueAndWait(agl.Algorithm):
     scaled (live scaling during ``fit``).
     """
 
-    def __init__(self, phases: dict[int, int] | None = None, batch: int = 50) -> None:
+    def __init__(self, phases: dict[int, int] | None = None, batch: int = 50, workers: int = 0) -> None:
         super().__init__()
         self.phases = dict(phases or {})
         self.batch = batch
+        self.workers = workers
+
+    async def _wait_for_workers(self, store: Any) -> None:
+        """Return once ``self.workers`` runners have asked the store for work (each records its worker)."""
+        deadline = asyncio.get_running_loop().time() + 120
+        while len(await store.query_workers()) < self.workers:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"fewer than {self.workers} runners reached the store within 120 s")
+            await asyncio.sleep(0.05)  # polling the store; the bound above ends it
 
     async def run(self, train_dataset: Any = None, val_dataset: Any = None) -> None:
         """Enqueue in batches; scale at the phase boundaries; return when every rollout finished."""
@@ -56,6 +65,7 @@ class EnqueueAndWait(agl.Algorithm):
         await store.add_resources(RESOURCES)
         tasks = list(train_dataset or [])
         strategy = self.get_trainer().strategy
+        await self._wait_for_workers(store)
         for start in range(0, len(tasks), self.batch):
             for boundary, count in sorted(self.phases.items()):
                 if boundary == start:

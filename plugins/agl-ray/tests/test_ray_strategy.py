@@ -34,7 +34,9 @@ async def summary(store: Any) -> tuple[list[Any], dict[str, list[Any]]]:
 
 
 def test_four_actors_run_200_rollouts_with_spans_and_rewards() -> None:
-    trainer = agl.Trainer(strategy=ray_spec(), algorithm=EnqueueAndWait(), progress=False)
+    # every actor is claiming before the first task goes in: a quick agent on a loaded machine could
+    # otherwise finish all 200 on three actors while the fourth is still starting
+    trainer = agl.Trainer(strategy=ray_spec(), algorithm=EnqueueAndWait(workers=4), progress=False)
     tasks = [{"n": n} for n in range(200)]
     trainer.fit(quick_agent, tasks)
 
